@@ -1,0 +1,1 @@
+"""Seeded neighbour sampling, blocks (message-flow graphs) and presample I/O."""
