@@ -1,0 +1,23 @@
+# commgnn pipeline: dataset -> partition (-> presample -> train -> report in later stages).
+# Run: .venv/bin/snakemake --cores 2   (see README.md)
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+
+configfile: "config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/datasets.smk"
+include: "workflow/rules/partition.smk"
+
+
+rule all:
+    input:
+        all_partitions(),
+        f"{RESULTS}/tables/partition_stats.csv",
+    default_target: True

@@ -1,0 +1,39 @@
+# Datasets: download (network sources only, run on the submit host) and conversion or
+# generation into the common on-disk format (src/commgnn/data/store.py).
+
+
+localrules:
+    download_dataset,
+
+
+rule download_dataset:
+    output:
+        directory(f"{RESULTS}/raw/{{dataset}}"),
+    params:
+        spec=lambda w: spec_arg("datasets", w.dataset),
+        cmd=COMMGNN,
+    log:
+        f"{RESULTS}/logs/download/{{dataset}}.log",
+    shell:
+        "{params.cmd} download --name {wildcards.dataset} --spec {params.spec} "
+        "--out {output} > {log} 2>&1"
+
+
+rule dataset:
+    input:
+        raw=lambda w: downloads(w.dataset),
+    output:
+        directory(f"{RESULTS}/datasets/{{dataset}}"),
+    params:
+        spec=lambda w: spec_arg("datasets", w.dataset),
+        raw=lambda w, input: f"--raw {input.raw}" if input.raw else "",
+        cmd=COMMGNN,
+    log:
+        f"{RESULTS}/logs/dataset/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dataset/{{dataset}}.tsv"
+    resources:
+        mem_mb=lambda w, attempt: 4000 * attempt,
+    shell:
+        "{params.cmd} dataset --name {wildcards.dataset} --spec {params.spec} {params.raw} "
+        "--out {output} > {log} 2>&1"
