@@ -12,6 +12,12 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    partitioning=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
 

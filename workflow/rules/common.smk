@@ -1,11 +1,25 @@
-# Shared helpers for every rule file: results location, the CLI, config lookups.
+# Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
 import shlex
 import sys
+from pathlib import Path
 
 RESULTS = config.get("results_dir", "results")
-# The interpreter running Snakemake has commgnn installed (README's setup step).
-COMMGNN = f"{shlex.quote(sys.executable)} -m commgnn"
+ENV = "../../envs/commgnn.yaml"
+
+
+def _commgnn_command():
+    """How jobs invoke the CLI: the interpreter running Snakemake (which setup.sh
+    installed commgnn into), or, under --use-conda, the conda env with src/ on the path."""
+    from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+        src = shlex.quote(str(Path(workflow.basedir) / "src"))
+        return f"PYTHONPATH={src} python -m commgnn"
+    return f"{shlex.quote(sys.executable)} -m commgnn"
+
+
+COMMGNN = _commgnn_command()
 NETWORK_SOURCES = ("ogb", "reddit")
 
 
@@ -28,7 +42,3 @@ def all_partitions():
         partitioning=sorted(config["partitionings"]),
     )
 
-
-wildcard_constraints:
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    partitioning=r"[A-Za-z0-9][A-Za-z0-9_.-]*",

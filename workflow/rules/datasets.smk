@@ -12,6 +12,8 @@ rule download_dataset:
     params:
         spec=lambda w: spec_arg("datasets", w.dataset),
         cmd=COMMGNN,
+    conda:
+        ENV
     log:
         f"{RESULTS}/logs/download/{{dataset}}.log",
     shell:
@@ -28,6 +30,8 @@ rule dataset:
         spec=lambda w: spec_arg("datasets", w.dataset),
         raw=lambda w, input: f"--raw {input.raw}" if input.raw else "",
         cmd=COMMGNN,
+    conda:
+        ENV
     log:
         f"{RESULTS}/logs/dataset/{{dataset}}.log",
     benchmark:

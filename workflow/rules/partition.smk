@@ -9,6 +9,8 @@ rule partition:
     params:
         spec=lambda w: spec_arg("partitionings", w.partitioning),
         cmd=COMMGNN,
+    conda:
+        ENV
     log:
         f"{RESULTS}/logs/partition/{{dataset}}/{{partitioning}}.log",
     benchmark:
@@ -29,6 +31,8 @@ rule partition_table:
         ),
     params:
         cmd=COMMGNN,
+    conda:
+        ENV
     log:
         f"{RESULTS}/logs/tables/partition_stats.log",
     shell:
