@@ -16,14 +16,22 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     partitioning=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    system=r"[a-z0-9_]+",
+    model=r"[a-z0-9]+",
+    batch=r"\d+",
+    network=r"[A-Za-z0-9][A-Za-z0-9.-]*",
+    seed=r"\d+",
 
 
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
+include: "workflow/rules/train.smk"
 
 
 rule all:
     input:
         all_partitions(),
         f"{RESULTS}/tables/partition_stats.csv",
+        all_runs(),
+        f"{RESULTS}/tables/runs.csv" if RUNS else [],
     default_target: True

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from commgnn import config as cfg
 from commgnn.data.store import DatasetError
+from commgnn.errors import WorkerFailed
+from commgnn.partition import PartitionError
 
 log = logging.getLogger("commgnn")
 
@@ -57,11 +59,35 @@ def cmd_download(args: argparse.Namespace) -> None:
 
 
 def cmd_partition_table(args: argparse.Namespace) -> None:
-    from commgnn.report.partition_table import partition_table
+    from commgnn.report.tables import partition_table
 
     frame = partition_table(args.partitions)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
+
+
+def cmd_runs_table(args: argparse.Namespace) -> None:
+    from commgnn.report.tables import runs_table
+
+    frame = runs_table(args.runs)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out, index=False)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from commgnn.train.loop import RunPaths, run
+    from commgnn.train.spec import RunSpec
+
+    try:
+        spec = RunSpec.from_json(args.spec)
+    except (ValueError, TypeError) as exc:
+        raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+    paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
+                     out=str(args.out), checkpoints=str(args.checkpoints))
+    summary = run(spec, paths)
+    log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %.4f", spec.run_id,
+             summary["mean_epoch_time_s"], summary["remote_rows_per_epoch"],
+             summary["test_acc"])
 
 
 def cmd_partition(args: argparse.Namespace) -> None:
@@ -105,10 +131,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true", help="verify dataset checksums first")
     p.set_defaults(func=cmd_partition)
 
+    p = sub.add_parser("train", help="run one experiment cell on P workers")
+    p.add_argument("--spec", required=True, help="the run spec as JSON (RunSpec)")
+    p.add_argument("--dataset", required=True, type=Path)
+    p.add_argument("--partition", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path, help="run directory (made on success)")
+    p.add_argument("--checkpoints", required=True, type=Path)
+    p.set_defaults(func=cmd_train)
+
     p = sub.add_parser("partition-table", help="gather partition stats into one CSV table")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("partitions", nargs="+", type=Path, help="partition directories")
     p.set_defaults(func=cmd_partition_table)
+
+    p = sub.add_parser("runs-table", help="gather run summaries into one CSV table")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.set_defaults(func=cmd_runs_table)
     return parser
 
 
@@ -118,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
-    except (cfg.ConfigError, DatasetError) as exc:
+    except (cfg.ConfigError, DatasetError, PartitionError, WorkerFailed) as exc:
         print(f"commgnn {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -1,5 +1,6 @@
 # Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
+from commgnn.train.spec import expand_experiments
 import shlex
 import sys
 from pathlib import Path
@@ -42,3 +43,18 @@ def all_partitions():
         partitioning=sorted(config["partitionings"]),
     )
 
+
+
+RUNS = {spec.run_id: spec for spec in expand_experiments(config)}
+
+
+def run_id(w):
+    return f"{w.system}/{w.dataset}/{w.partitioning}/{w.model}_b{w.batch}_{w.network}_s{w.seed}"
+
+
+def run_spec_arg(w):
+    return shlex.quote(RUNS[run_id(w)].to_json())
+
+
+def all_runs():
+    return [f"{RESULTS}/runs/{key}" for key in RUNS]

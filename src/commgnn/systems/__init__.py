@@ -1,1 +1,6 @@
-"""commgnn.systems."""
+"""Communication strategies: ``default`` (on-demand fetch), ``oracle`` (all local), ..."""
+
+from commgnn.systems import default, oracle  # noqa: F401  (registration)
+from commgnn.systems.base import SYSTEMS, PreparedBatch, System, get_system, register_system
+
+__all__ = ["SYSTEMS", "PreparedBatch", "System", "get_system", "register_system"]

@@ -1,0 +1,1 @@
+"""commgnn.dist."""

@@ -1,0 +1,154 @@
+"""Partitioned node features served over ``torch.distributed.rpc`` (TensorPipe).
+
+Each worker holds the feature rows of the nodes it owns (in the partition book's local-id
+order) and serves them to its peers. :meth:`FeatureStore.fetch` reads local rows directly
+and pulls remote rows with **one request per owner per call**, issued asynchronously and
+gathered, counting RPCs, rows and bytes per owner and keeping recent round-trip times.
+
+Network emulation: every pull pays each owner link's emulated round trip as a real wait
+on the calling thread (see :mod:`commgnn.dist.netem`), after the RPCs are issued. The
+round trips are charged one after another: the responses share the requester's one NIC,
+so their bytes serialise; this over-counts only the per-request latency when several
+owners answer at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch.distributed import rpc
+
+from commgnn.dist.netem import FETCH, NetworkEmulator
+
+ID_BYTES = 8  # int64 local ids in a request
+
+_SERVED: dict[str, torch.Tensor] = {}
+
+
+def worker_name(rank: int) -> str:
+    return f"worker{rank}"
+
+
+def _serve_rows(local_ids: torch.Tensor) -> torch.Tensor:
+    """RPC target: this worker's feature rows for ``local_ids``."""
+    return _SERVED["features"].index_select(0, local_ids)
+
+
+def serve_features(local_features: torch.Tensor) -> None:
+    """Make this process answer :func:`_serve_rows` with ``local_features``."""
+    _SERVED["features"] = local_features
+
+
+@dataclass
+class FetchCounts:
+    """Communication of one or more fetches (exact counts, no timings)."""
+
+    remote_rpcs: int = 0
+    remote_rows: int = 0
+    remote_bytes: int = 0
+    local_rows: int = 0
+    per_owner_rows: dict[int, int] = field(default_factory=dict)
+
+    def add(self, other: FetchCounts) -> None:
+        self.remote_rpcs += other.remote_rpcs
+        self.remote_rows += other.remote_rows
+        self.remote_bytes += other.remote_bytes
+        self.local_rows += other.local_rows
+        for owner, rows in other.per_owner_rows.items():
+            self.per_owner_rows[owner] = self.per_owner_rows.get(owner, 0) + rows
+
+
+class FeatureStore:
+    """Local rows plus RPC pulls of remote rows, with exact communication counts."""
+
+    def __init__(self, rank: int, owner: np.ndarray, local_id: np.ndarray,
+                 local_features: torch.Tensor, emulator: NetworkEmulator,
+                 rpc_timeout_s: float, rtt_window: int = 64) -> None:
+        self.rank = rank
+        self.owner = torch.from_numpy(np.ascontiguousarray(owner, dtype=np.int64))
+        self.local_id = torch.from_numpy(np.ascontiguousarray(local_id, dtype=np.int64))
+        self.local_features = local_features
+        self.feature_dim = int(local_features.shape[1])
+        self.row_bytes = self.feature_dim * local_features.element_size()
+        self.emulator = emulator
+        self.rpc_timeout_s = rpc_timeout_s
+        self._lock = threading.Lock()
+        self.rtt: dict[int, deque[float]] = {}
+        self._rtt_window = rtt_window
+        serve_features(local_features)
+
+    def is_local(self, nodes: torch.Tensor) -> torch.Tensor:
+        return self.owner[nodes] == self.rank
+
+    def pull(self, nodes_by_owner: dict[int, torch.Tensor]) -> tuple[dict[int, torch.Tensor],
+                                                                      FetchCounts]:
+        """Fetch the rows of remote ``nodes`` (global ids), one RPC per owner, in parallel.
+
+        Returns the rows per owner (in the order given) and the exact counts.
+        """
+        counts = FetchCounts()
+        if not nodes_by_owner:
+            return {}, counts
+        start = time.perf_counter()
+        futures = {}
+        for owner, nodes in nodes_by_owner.items():
+            local_ids = self.local_id[nodes]
+            futures[owner] = rpc.rpc_async(worker_name(owner), _serve_rows, args=(local_ids,),
+                                           timeout=self.rpc_timeout_s)
+            n = int(nodes.shape[0])
+            counts.remote_rpcs += 1
+            counts.remote_rows += n
+            counts.remote_bytes += n * self.row_bytes
+            counts.per_owner_rows[owner] = n
+        for owner, n in counts.per_owner_rows.items():
+            self.emulator.charge_request(self.rank, owner, n * ID_BYTES, n * self.row_bytes,
+                                         traffic=FETCH)
+        rows = {owner: fut.wait() for owner, fut in futures.items()}
+        elapsed = time.perf_counter() - start
+        with self._lock:
+            for owner in rows:
+                self.rtt.setdefault(owner, deque(maxlen=self._rtt_window)).append(elapsed)
+        return rows, counts
+
+    def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
+        """Feature rows for ``nodes`` (global ids, any order): local read + remote pull."""
+        nodes = nodes.to(torch.int64)
+        owners = self.owner[nodes]
+        out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
+        local = owners == self.rank
+        out[local] = self.local_features.index_select(0, self.local_id[nodes[local]])
+        remote_pos = torch.nonzero(~local).flatten()
+        by_owner = {}
+        positions = {}
+        if remote_pos.numel():
+            remote_owners = owners[remote_pos]
+            for owner in torch.unique(remote_owners).tolist():
+                pos = remote_pos[remote_owners == owner]
+                by_owner[owner] = nodes[pos]
+                positions[owner] = pos
+        rows, counts = self.pull(by_owner)
+        for owner, block in rows.items():
+            out[positions[owner]] = block
+        counts.local_rows = int(local.sum())
+        return out, counts
+
+    def recent_rtt_s(self, owner: int) -> float | None:
+        with self._lock:
+            window = self.rtt.get(owner)
+            return float(np.mean(window)) if window else None
+
+
+class LocalFeatureStore:
+    """All features in this process, no communication: the ``oracle`` lower bound."""
+
+    def __init__(self, features: torch.Tensor) -> None:
+        self.features = features
+        self.feature_dim = int(features.shape[1])
+
+    def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
+        return self.features.index_select(0, nodes), FetchCounts(local_rows=int(nodes.numel()))

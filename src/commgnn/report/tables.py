@@ -1,0 +1,54 @@
+"""Tidy tables gathered from pipeline outputs (one row per partition part / per run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from commgnn.partition import read_partition_meta
+
+
+def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:
+    """One row per part (or chunk) of every partition directory, like Grappa's Table 9.
+
+    The dataset and partitioning names are the directory's last two path components
+    (``<results>/partitions/<dataset>/<partitioning>``).
+    """
+    rows = []
+    for directory in map(Path, partition_dirs):
+        meta = read_partition_meta(directory)
+        stats = json.loads((directory / "stats.json").read_text())
+        timing_path = directory / "timing.json"
+        timing = json.loads(timing_path.read_text()) if timing_path.exists() else {}
+        for part in stats["parts"]:
+            rows.append({
+                "dataset": directory.parent.name,
+                "partitioning": directory.name,
+                "method": meta["spec"]["method"],
+                **part,
+                "total_bytes": stats["total_bytes"],
+                "edge_cut_fraction": stats["edge_cut_fraction"],
+                "balance": stats["balance"],
+                "train_balance": stats["train_balance"],
+                "partition_time_s": timing.get("total_s"),
+            })
+    return pd.DataFrame(rows)
+
+
+SUMMARY_COLUMNS = (
+    "system", "dataset", "partitioning", "model", "batch_size", "network", "seed", "workers",
+    "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch", "remote_rows_per_epoch",
+    "remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch", "test_acc",
+    "val_acc", "energy_j", "energy_meter", "peak_mem_bytes",
+)
+
+
+def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
+    """One row per run directory, from its ``summary.json`` (scalar keys only)."""
+    rows = []
+    for directory in map(Path, run_dirs):
+        summary = json.loads((directory / "summary.json").read_text())
+        rows.append({k: summary.get(k) for k in SUMMARY_COLUMNS})
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

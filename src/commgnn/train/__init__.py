@@ -1,0 +1,1 @@
+"""Training runs: run specs, the per-worker loop, metrics, checkpoints and evaluation."""

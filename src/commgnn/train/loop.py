@@ -1,0 +1,264 @@
+"""One training run: launch the workers, and the loop each worker runs.
+
+Every worker: load the memory-mapped dataset and partition, join the process group (gloo
+on CPU, NCCL on CUDA) and the RPC group, serve its features, build the system, train with
+DDP for ``epochs`` epochs (checkpoint after each, resume from the last), evaluate, and
+write per-step JSONL. Rank 0 gathers per-epoch records, writes ``epochs.jsonl`` and
+``summary.json`` and finally renames the run's staging directory ``<run>.partial`` to
+``<run>`` — so a run directory that exists is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed import rpc
+from torch.nn.parallel import DistributedDataParallel
+
+from commgnn.data.store import load_dataset
+from commgnn.dist.feature_store import FeatureStore, worker_name
+from commgnn.dist.launcher import DistEnv, launch
+from commgnn.dist.netem import ALLREDUCE, allreduce_hook, network_from_spec
+from commgnn.energy import select_meter
+from commgnn.models import build_model
+from commgnn.partition import load_partition
+from commgnn.sampling.seeds import derive_seed
+from commgnn.systems.base import get_system
+from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
+from commgnn.train.context import WorkerContext
+from commgnn.train.evaluate import evaluate
+from commgnn.train.metrics import JsonlWriter, StepRecord, write_json_atomic
+from commgnn.train.spec import RunSpec
+from commgnn.train.summary import epoch_summary, run_summary
+
+log = logging.getLogger("commgnn.train")
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    dataset: str
+    partition: str
+    out: str  # final run directory (exists only once complete)
+    checkpoints: str
+
+    @property
+    def staging(self) -> Path:
+        out = Path(self.out)
+        return out.with_name(out.name + ".partial")
+
+
+def run(spec: RunSpec, paths: RunPaths) -> dict:
+    """Run ``spec`` on ``spec.workers`` workers; return the summary (raises WorkerFailed)."""
+    out = Path(paths.out)
+    if out.exists():
+        shutil.rmtree(out)
+    staging = paths.staging
+    if staging.exists() and not (spec.get("resume") and spec.get("checkpoint")):
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True, exist_ok=True)
+
+    def record_pids(pids: list[int]) -> None:
+        write_json_atomic(staging / "workers.json",
+                          {"launcher_pid": os.getpid(), "worker_pids": pids})
+
+    launch(worker_main, (spec.to_json(), paths), spec.workers,
+           master_addr=spec.get("master_addr"), on_start=record_pids)
+    return json.loads((out / "summary.json").read_text())
+
+
+def _device(choice: str, local_rank: int) -> torch.device:
+    if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise RuntimeError("training.device is 'cuda' but no CUDA device is available")
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
+    if spec.get("interface"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", spec.get("interface"))
+        os.environ.setdefault("TP_SOCKET_IFNAME", spec.get("interface"))
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method=f"tcp://{env.master_addr}:{env.master_port}",
+                            rank=env.rank, world_size=env.world_size,
+                            timeout=timedelta(seconds=spec.get("collective_timeout_s")))
+    options = rpc.TensorPipeRpcBackendOptions(
+        init_method=f"tcp://{env.master_addr}:{env.rpc_port}",
+        rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8)
+    if spec.get("transport") == "tcp":  # real sockets even on one host (for shaped traffic)
+        options = rpc.TensorPipeRpcBackendOptions(
+            init_method=f"tcp://{env.master_addr}:{env.rpc_port}",
+            rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8,
+            _transports=["uv"], _channels=["basic"])
+    if device.type == "cuda":
+        for peer in range(env.world_size):
+            options.set_device_map(worker_name(peer), {device.index: device.index})
+    rpc.init_rpc(worker_name(env.rank), rank=env.rank, world_size=env.world_size,
+                 rpc_backend_options=options)
+
+
+def _peak_mem_bytes(device: torch.device) -> int:
+    host = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    return int(host)
+
+
+def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
+    spec = RunSpec.from_json(spec_json)
+    logging.basicConfig(level=logging.INFO,
+                        format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, spec.workers)))
+    device = _device(spec.get("device"), env.local_rank)
+    dataset = load_dataset(paths.dataset)
+    partition = load_partition(paths.partition)
+    if partition.num_parts != env.world_size:
+        raise RuntimeError(f"{paths.partition}: {partition.num_parts} parts but "
+                           f"{env.world_size} workers; system {spec.system!r} needs one "
+                           "part per worker")
+    system_cls = get_system(spec.system)
+    emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
+                                 env.world_size)
+    _init_groups(env, spec, device)
+    try:
+        _train(env, spec, paths, device, dataset, partition, system_cls, emulator)
+    except BaseException:
+        rpc.shutdown(graceful=False)  # peers may be gone: never wait for them
+        raise
+    rpc.shutdown(graceful=True)
+    dist.destroy_process_group()
+
+
+def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -> None:
+    rank, world = env.rank, env.world_size
+    book = partition.book
+    local_rows = np.ascontiguousarray(dataset.features[book.nodes(rank)])
+    store = FeatureStore(rank, book.owner, book.local_id, torch.from_numpy(local_rows),
+                         emulator, spec.get("rpc_timeout_s"))
+    labels = torch.from_numpy(np.asarray(dataset.labels, dtype=np.int64)).to(device)
+    ctx = WorkerContext(spec=spec, env=env, device=device, dataset=dataset,
+                        partition=partition, emulator=emulator, store=store, labels=labels)
+    system = system_cls(ctx)
+    system.prepare()
+
+    torch.manual_seed(derive_seed(spec.seed, "init") % 2**63)
+    fanouts = spec.get("fanouts")
+    model = build_model(spec.model, dataset.feature_dim, spec.get("hidden"),
+                        dataset.num_classes, num_layers=len(fanouts),
+                        dropout=spec.get("dropout"), heads=spec.get("heads")).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=spec.get("lr"),
+                                 weight_decay=spec.get("weight_decay"))
+    ckpt_dir = Path(paths.checkpoints)
+    start_epoch = 0
+    if spec.get("checkpoint") and spec.get("resume"):
+        start_epoch = load_checkpoint(ckpt_dir, model, optimizer, spec.run_id)
+        if start_epoch:
+            log.info("resuming from checkpoint: epoch %d", start_epoch)
+    ddp = DistributedDataParallel(model)
+    hook = system.gradient_hook()
+    if hook is None and system_cls.uses_network:
+        hook = allreduce_hook(emulator, rank, world)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
+
+    staging = paths.staging
+    steps_out = JsonlWriter(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
+    epochs_out = (JsonlWriter(staging / "epochs.jsonl", keep_epochs_below=start_epoch)
+                  if rank == 0 else None)
+    meter = select_meter(device.type)
+    meter.start()
+    epochs = spec.get("epochs")
+    eval_every = spec.get("eval_every")
+    for epoch in range(start_epoch, epochs):
+        torch.manual_seed(derive_seed(spec.seed, "torch", rank, epoch) % 2**63)
+        emulator.set_epoch(epoch)
+        system.start_epoch(epoch)
+        dist.barrier()
+        energy0 = meter.read_joules()
+        sync0 = emulator.totals(ALLREDUCE).charged_s
+        record = _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator)
+        record["time_s"] = time.perf_counter() - record.pop("_start")
+        record.update(system.end_epoch(epoch))
+        record["energy_j"] = meter.read_joules() - energy0
+        record["sync_emulated_s"] = emulator.totals(ALLREDUCE).charged_s - sync0
+        record["peak_mem_bytes"] = _peak_mem_bytes(device)
+        last = epoch == epochs - 1
+        if last or (eval_every and (epoch + 1) % eval_every == 0):
+            record.update(evaluate(ctx, system, model, epoch))
+        gathered = [None] * world
+        dist.all_gather_object(gathered, record)
+        if rank == 0:
+            epochs_out.write(json.dumps(epoch_summary(epoch, gathered), sort_keys=True))
+            if spec.get("checkpoint"):
+                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.run_id)
+        dist.barrier()
+    steps_out.close()
+    system.close()
+    meter.stop()
+    if rank == 0:
+        epochs_out.close()
+        records = [json.loads(line) for line in (staging / "epochs.jsonl").read_text()
+                   .splitlines() if line]
+        summary = run_summary(spec, records, meter.name, device, env.launcher)
+        write_json_atomic(staging / "summary.json", summary)
+        out = Path(paths.out)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    dist.barrier()
+
+
+def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator) -> dict:
+    totals = {"epoch": epoch, "worker": rank, "steps": 0, "sample_s": 0.0,
+              "fetch_wait_s": 0.0, "compute_s": 0.0, "remote_rpcs": 0, "remote_rows": 0,
+              "remote_bytes": 0, "cache_hits": 0, "cache_misses": 0, "local_rows": 0,
+              "loss_sum": 0.0, "correct": 0, "seen": 0, "_start": time.perf_counter()}
+    ddp.train()
+    batches = iter(system.batches(epoch))
+    while True:
+        t0 = time.perf_counter()
+        prepared = next(batches, None)
+        if prepared is None:
+            break
+        t1 = time.perf_counter()
+        sync0 = emulator.totals(ALLREDUCE).charged_s
+        logits = ddp(prepared.batch.blocks, prepared.features)
+        loss = F.cross_entropy(logits, prepared.labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        t2 = time.perf_counter()
+        n = int(prepared.labels.shape[0])
+        correct = int((logits.argmax(dim=1) == prepared.labels).sum())
+        counts = prepared.counts
+        step = StepRecord(
+            epoch=epoch, step=prepared.step, worker=rank, sample_s=prepared.sample_s,
+            fetch_wait_s=prepared.fetch_wait_s, compute_s=t2 - t1,
+            sync_s=emulator.totals(ALLREDUCE).charged_s - sync0, step_s=t2 - t0,
+            remote_rpcs=counts.remote_rpcs, remote_rows=counts.remote_rows,
+            remote_bytes=counts.remote_bytes, cache_hits=prepared.cache_hits,
+            cache_misses=prepared.cache_misses, local_rows=counts.local_rows,
+            loss=float(loss.detach()), acc=correct / max(1, n), batch_size=n,
+            extra=prepared.extra)
+        steps_out.write(step.to_json())
+        totals["steps"] += 1
+        for key in ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
+                    "remote_bytes", "cache_hits", "cache_misses", "local_rows"):
+            totals[key] += getattr(step, key)
+        totals["loss_sum"] += step.loss
+        totals["correct"] += correct
+        totals["seen"] += n
+    return totals

@@ -1,0 +1,75 @@
+"""Metric records: per-step JSONL per worker, per-epoch rows, the run summary.
+
+One schema for every system (DESIGN.md "Metrics"). Counts are exact; times are wall-clock.
+``remote_bytes`` counts feature payload bytes (rows x feature_dim x 4); request ids are
+charged by the network emulator but not counted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+STEP_FIELDS = (
+    "epoch", "step", "worker", "sample_s", "fetch_wait_s", "compute_s", "sync_s", "step_s",
+    "remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses", "local_rows",
+    "loss", "acc", "batch_size",
+)
+
+
+@dataclass
+class StepRecord:
+    epoch: int
+    step: int
+    worker: int
+    sample_s: float
+    fetch_wait_s: float
+    compute_s: float
+    sync_s: float
+    step_s: float
+    remote_rpcs: int
+    remote_rows: int
+    remote_bytes: int
+    cache_hits: int
+    cache_misses: int
+    local_rows: int
+    loss: float
+    acc: float
+    batch_size: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data.update(data.pop("extra"))
+        return json.dumps(data, sort_keys=True)
+
+
+class JsonlWriter:
+    """Append-only JSON-lines file, flushed per record so a crash loses at most one."""
+
+    def __init__(self, path: Path, keep_epochs_below: int | None = None) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if keep_epochs_below is not None and path.exists():
+            kept = [line for line in path.read_text().splitlines()
+                    if line and json.loads(line)["epoch"] < keep_epochs_below]
+            path.write_text("".join(line + "\n" for line in kept))
+        elif path.exists():
+            path.unlink()
+        self._handle = open(path, "a")  # noqa: SIM115  (closed in close())
+
+    def write(self, line: str) -> None:
+        self._handle.write(line + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,115 @@
+"""One training run's complete description, and the expansion of the experiment matrix.
+
+A :class:`RunSpec` is plain data (JSON round-trippable) so it can be handed to worker
+processes on any launcher and recorded verbatim in the run's ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+TRAINING_DEFAULTS: dict = {
+    "epochs": 3,
+    "fanouts": [10, 25],
+    "hidden": 128,
+    "heads": 4,
+    "dropout": 0.5,
+    "lr": 0.003,
+    "weight_decay": 0.0,
+    "eval_every": 1,
+    "eval_max_nodes": 2000,
+    "eval_fanouts": None,
+    "device": "auto",
+    "transport": "auto",
+    "master_addr": "127.0.0.1",
+    "interface": None,
+    "rpc_timeout_s": 60.0,
+    "collective_timeout_s": 60.0,
+    "checkpoint": True,
+    "resume": True,
+}
+
+EXPERIMENT_DEFAULTS: dict = {
+    "models": ["sage"],
+    "batch_sizes": [1024],
+    "networks": ["none"],
+    "seeds": [0],
+}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a worker needs to run one experiment cell."""
+
+    system: str
+    dataset: str
+    partitioning: str
+    model: str
+    batch_size: int
+    network: str
+    network_spec: dict
+    seed: int
+    workers: int
+    training: dict = field(default_factory=lambda: dict(TRAINING_DEFAULTS))
+    system_options: dict = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        """Relative path of the run under ``<results>/runs/``."""
+        return (f"{self.system}/{self.dataset}/{self.partitioning}/"
+                f"{self.model}_b{self.batch_size}_{self.network}_s{self.seed}")
+
+    def get(self, key: str):
+        """A training setting, with the documented default."""
+        return self.training.get(key, TRAINING_DEFAULTS[key])
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        data = json.loads(text)
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"run spec: unknown keys {unknown}")
+        return cls(**data)
+
+
+def network_spec(config: dict, name: str) -> dict:
+    """Resolve a network name: a ``networks`` entry of the config, else a preset name."""
+    named = config.get("networks", {})
+    if name in named:
+        return dict(named[name])
+    if name in ("none", "10gbe", "25gbe"):
+        return {"preset": name}
+    raise ValueError(f"experiments: network {name!r} is neither in 'networks' nor a preset "
+                     "(none, 10gbe, 25gbe)")
+
+
+def expand_experiments(config: dict) -> list[RunSpec]:
+    """The cross product of every ``experiments`` entry, de-duplicated, in a stable order."""
+    training = {**TRAINING_DEFAULTS, **config.get("training", {})}
+    runs: dict[str, RunSpec] = {}
+    for index, exp in enumerate(config.get("experiments", [])):
+        exp = {**EXPERIMENT_DEFAULTS, **exp}
+        for key, section in (("datasets", "datasets"), ("partitionings", "partitionings")):
+            missing = sorted(set(exp[key]) - set(config[section]))
+            if missing:
+                raise ValueError(f"experiments[{index}].{key}: {missing} not defined in "
+                                 f"'{section}'")
+        for combo in itertools.product(exp["systems"], exp["datasets"], exp["partitionings"],
+                                       exp["models"], exp["batch_sizes"], exp["networks"],
+                                       exp["seeds"]):
+            system, dataset, part, model, batch, net, seed = combo
+            spec = RunSpec(
+                system=system, dataset=dataset, partitioning=part, model=model,
+                batch_size=int(batch), network=net, network_spec=network_spec(config, net),
+                seed=int(seed), workers=int(config["partitionings"][part]["parts"]),
+                training=training,
+                system_options=dict(config.get("systems", {}).get(system, {})),
+            )
+            runs.setdefault(spec.run_id, spec)
+    return list(runs.values())
