@@ -44,7 +44,7 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     for name, parts in (("metis2", 2), ("chunk3", 3)):
         part = load_partition(out / "partitions" / "tiny" / name)
         assert part.num_parts == parts
-        assert part.owner.shape == (ds.num_nodes,)
+        assert part.book.owner.shape == (ds.num_nodes,)
         assert (out / "logs" / "partition" / "tiny" / f"{name}.log").is_file()
     assert (out / "benchmarks" / "dataset" / "tiny.tsv").is_file()
     table = pd.read_csv(out / "tables" / "partition_stats.csv")

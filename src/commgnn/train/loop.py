@@ -61,12 +61,16 @@ class RunPaths:
 
 def run(spec: RunSpec, paths: RunPaths) -> dict:
     """Run ``spec`` on ``spec.workers`` workers; return the summary (raises WorkerFailed)."""
-    out = Path(paths.out)
-    if out.exists():
-        shutil.rmtree(out)
-    staging = paths.staging
-    if staging.exists() and not (spec.get("resume") and spec.get("checkpoint")):
-        shutil.rmtree(staging)
+    out, staging = Path(paths.out), paths.staging
+    resume = spec.get("resume") and spec.get("checkpoint")
+    if not resume:
+        for stale in (out, staging):
+            if stale.exists():
+                shutil.rmtree(stale)
+    elif out.exists():  # extending a finished run: its records become the staging copy
+        if staging.exists():
+            shutil.rmtree(staging)
+        os.replace(out, staging)
     staging.mkdir(parents=True, exist_ok=True)
 
     def record_pids(pids: list[int]) -> None:
@@ -154,19 +158,19 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
     system = system_cls(ctx)
     system.prepare()
 
-    torch.manual_seed(derive_seed(spec.seed, "init") % 2**63)
-    fanouts = spec.get("fanouts")
-    model = build_model(spec.model, dataset.feature_dim, spec.get("hidden"),
-                        dataset.num_classes, num_layers=len(fanouts),
-                        dropout=spec.get("dropout"), heads=spec.get("heads")).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=spec.get("lr"),
-                                 weight_decay=spec.get("weight_decay"))
+    model, optimizer = _fresh_model(spec, dataset, device)
     ckpt_dir = Path(paths.checkpoints)
     start_epoch = 0
     if spec.get("checkpoint") and spec.get("resume"):
-        start_epoch = load_checkpoint(ckpt_dir, model, optimizer, spec.run_id)
+        start_epoch = load_checkpoint(ckpt_dir, model, optimizer, spec.resume_key())
+        if start_epoch and not _recorded(paths.staging, start_epoch):
+            log.warning("checkpoint at epoch %d but earlier records are missing; starting over",
+                        start_epoch - 1)
+            model, optimizer = _fresh_model(spec, dataset, device)
+            start_epoch = 0
         if start_epoch:
             log.info("resuming from checkpoint: epoch %d", start_epoch)
+    dist.barrier()  # every worker decided before rank 0 rewrites the records
     ddp = DistributedDataParallel(model)
     hook = system.gradient_hook()
     if hook is None and system_cls.uses_network:
@@ -203,7 +207,7 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         if rank == 0:
             epochs_out.write(json.dumps(epoch_summary(epoch, gathered), sort_keys=True))
             if spec.get("checkpoint"):
-                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.run_id)
+                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key())
         dist.barrier()
     steps_out.close()
     system.close()
@@ -219,6 +223,26 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
             shutil.rmtree(out)
         os.replace(staging, out)
     dist.barrier()
+
+
+def _fresh_model(spec: RunSpec, dataset, device: torch.device):
+    """The model (same initial weights on every worker) and its optimiser."""
+    torch.manual_seed(derive_seed(spec.seed, "init") % 2**63)
+    model = build_model(spec.model, dataset.feature_dim, spec.get("hidden"),
+                        dataset.num_classes, num_layers=len(spec.get("fanouts")),
+                        dropout=spec.get("dropout"), heads=spec.get("heads")).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=spec.get("lr"),
+                                 weight_decay=spec.get("weight_decay"))
+    return model, optimizer
+
+
+def _recorded(staging: Path, epochs: int) -> bool:
+    """Whether the staging directory holds the epoch records of epochs ``0..epochs-1``."""
+    path = staging / "epochs.jsonl"
+    if not path.is_file():
+        return False
+    seen = {json.loads(line)["epoch"] for line in path.read_text().splitlines() if line}
+    return set(range(epochs)) <= seen
 
 
 def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator) -> dict:

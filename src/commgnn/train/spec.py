@@ -6,6 +6,7 @@ processes on any launcher and recorded verbatim in the run's ``summary.json``.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from dataclasses import asdict, dataclass, field, fields
@@ -64,6 +65,13 @@ class RunSpec:
     def get(self, key: str):
         """A training setting, with the documented default."""
         return self.training.get(key, TRAINING_DEFAULTS[key])
+
+    def resume_key(self) -> str:
+        """Identity of the run for checkpoints: everything but the epoch count, so a run can
+        be extended, while a changed setting never resumes from a stale checkpoint."""
+        data = asdict(self)
+        data["training"] = {k: v for k, v in data["training"].items() if k != "epochs"}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
