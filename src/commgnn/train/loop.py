@@ -135,7 +135,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
                            "part per worker")
     system_cls = get_system(spec.system)
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
-                                 env.world_size)
+                                 env.world_size, num_epochs=spec.get("epochs"))
     _init_groups(env, spec, device)
     try:
         _train(env, spec, paths, device, dataset, partition, system_cls, emulator)

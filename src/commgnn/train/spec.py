@@ -32,6 +32,8 @@ TRAINING_DEFAULTS: dict = {
     "resume": True,
 }
 
+NETWORK_PRESET_NAMES = ("none", "1gbe", "10gbe", "25gbe")
+
 EXPERIMENT_DEFAULTS: dict = {
     "models": ["sage"],
     "batch_sizes": [1024],
@@ -91,10 +93,10 @@ def network_spec(config: dict, name: str) -> dict:
     named = config.get("networks", {})
     if name in named:
         return dict(named[name])
-    if name in ("none", "10gbe", "25gbe"):
+    if name in NETWORK_PRESET_NAMES:
         return {"preset": name}
     raise ValueError(f"experiments: network {name!r} is neither in 'networks' nor a preset "
-                     "(none, 10gbe, 25gbe)")
+                     f"{NETWORK_PRESET_NAMES}")
 
 
 def expand_experiments(config: dict) -> list[RunSpec]:
