@@ -103,10 +103,10 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, ProcessExitedException):
         how = (f"was killed by signal {exc.signal_name}" if exc.signal_name
                else f"exited with code {exc.exit_code}")
-        return f"worker {exc.error_index} (pid {exc.pid}) {how}"
+        return f"worker {exc.error_index} (pid {exc.error_pid}) {how}"
     if isinstance(exc, ProcessRaisedException):
         lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-        return f"worker {exc.error_index} (pid {exc.pid}) raised: {lines[-1] if lines else exc}"
+        return f"worker {exc.error_index} (pid {exc.error_pid}) raised: {lines[-1] if lines else exc}"
     return str(exc)
 
 

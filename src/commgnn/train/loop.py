@@ -32,7 +32,7 @@ from commgnn.dist.feature_store import FeatureStore, worker_name
 from commgnn.dist.launcher import DistEnv, launch
 from commgnn.dist.netem import ALLREDUCE, allreduce_hook, network_from_spec
 from commgnn.energy import select_meter
-from commgnn.models import build_model
+from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
 from commgnn.systems.base import get_system
