@@ -21,6 +21,9 @@ TINY = {
         "metis2": {"method": "metis", "parts": 2, "halo_hops": 1},
         "chunk3": {"method": "chunk", "parts": 2, "chunks": 3, "chunk_method": "random"},
     },
+    "training": {"epochs": 1, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 100},
+    "experiments": [{"systems": ["default", "oracle"], "datasets": ["tiny"],
+                     "partitionings": ["metis2"], "batch_sizes": [256], "networks": ["10gbe"]}],
 }
 
 
@@ -50,6 +53,15 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     table = pd.read_csv(out / "tables" / "partition_stats.csv")
     assert set(table["partitioning"]) == {"metis2", "chunk3"}
     assert len(table) == 2 + 3
+    runs = pd.read_csv(out / "tables" / "runs.csv")
+    assert sorted(runs["system"]) == ["default", "oracle"]
+    by_system = runs.set_index("system")
+    assert by_system.loc["default", "remote_rows_per_epoch"] > 0
+    assert by_system.loc["oracle", "remote_rows_per_epoch"] == 0
+    for system in ("default", "oracle"):
+        run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"
+        assert (run_dir / "summary.json").is_file()
+        assert (run_dir / "steps_w0.jsonl").is_file() and (run_dir / "steps_w1.jsonl").is_file()
     meta = json.loads((out / "datasets" / "tiny" / "meta.json").read_text())
     assert meta["source"]["preset"] == "tiny"
     # A second run has nothing to do.
