@@ -14,8 +14,8 @@ from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
 from commgnn.sampling.batches import epoch_batches
 from commgnn.sampling.neighbor import NeighborSampler
+from commgnn.sampling.schedule import steps_per_epoch, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.train.context import steps_per_epoch, worker_train_nodes
 from commgnn.train.loop import RunPaths, run
 
 pytestmark = pytest.mark.timeout(300)
@@ -58,11 +58,11 @@ def test_remote_rows_match_independent_count(default_run, tiny_inputs):
     book = load_partition(tiny_inputs[1]).book
     spec = make_spec()
     sampler = NeighborSampler(ds.indptr, ds.indices, spec.get("fanouts"))
-    n_steps = steps_per_epoch(ds, book.owner, 2, spec.batch_size)
+    n_steps = steps_per_epoch(ds.train_idx, book.owner, 2, spec.batch_size)
     for worker in range(2):
         records = steps(default_run, worker)
         assert len(records) == 2 * n_steps
-        train = worker_train_nodes(ds, book.owner, worker)
+        train = worker_train_nodes(ds.train_idx, book.owner, worker)
         for rec in records:
             own = epoch_batches(train, spec.batch_size, spec.seed, worker, rec["epoch"])
             seeds = own[rec["step"] % len(own)]
