@@ -72,7 +72,7 @@ class GraphDataset:
         return np.diff(self.indptr)
 
 
-def sha256_file(path: Path, chunk_bytes: int = 1 << 24) -> str:
+def sha256_file(path: Path, chunk_bytes: int = 1 << 20) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk_bytes):

@@ -1,0 +1,349 @@
+"""RapidGNN's deterministic presampling (§3, Algorithm 1 line 3) streamed to disk.
+
+For every worker ``w`` and epoch ``e`` the shared training schedule
+(:mod:`commgnn.sampling.schedule`) gives the seed nodes of each step ``i``, and the step is
+sampled with ``H(s_0, w, e, i)`` (:func:`~commgnn.sampling.seeds.batch_seed`), exactly as
+online training does (``commgnn.train.context.WorkerContext.sample``). The batches are
+streamed to one block file per (worker, epoch) (:mod:`commgnn.sampling.blockio`), so
+memory does not grow with the number of epochs or batches.
+
+Output directory
+----------------
+=========================  ==============================================================
+``w{w}_e{e}.blocks``       the ordered batches of worker ``w`` in epoch ``e`` with their
+                           local/remote bitmask (:mod:`commgnn.sampling.blockio`)
+``frequency/w{w}_e{e}.npz``  ``ids`` (int64, sorted) and ``counts`` (int64): every remote
+                           input node of worker ``w`` in epoch ``e`` and the number of
+                           the epoch's batches that use it (per epoch, not cumulative);
+                           plain .npy members, no pickles, fixed zip timestamps
+``meta.json``              parameters, dataset/partition identity, steps per epoch,
+                           per-worker per-epoch statistics and the SHA-256, size and
+                           batch count of every file above
+=========================  ==============================================================
+
+The directory is written under a temporary sibling name and renamed into place, so a crash
+never leaves a directory that looks complete. The output depends only on the dataset, the
+partition and the parameters (not on ``threads``, paths or time): two runs give
+byte-identical directories. Epochs are numbered from 0 like the training loop's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from commgnn.data.store import META_FILE as DATASET_META
+from commgnn.data.store import load_dataset, sha256_file
+from commgnn.partition import load_partition
+from commgnn.partition.io import META_FILE as PARTITION_META
+from commgnn.partition.io import save_npz_deterministic
+from commgnn.sampling import blockio
+from commgnn.sampling.block import MiniBatch
+from commgnn.sampling.blockio import BlockFileError, BlockReader, BlockWriter, PresampledBatch
+from commgnn.sampling.neighbor import NeighborSampler
+from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes
+from commgnn.sampling.seeds import batch_seed
+
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+FREQUENCY_DIR = "frequency"
+
+__all__ = [
+    "FORMAT_VERSION",
+    "BlockFileError",
+    "PresampleError",
+    "PresampledBatch",
+    "blocks_file",
+    "frequencies",
+    "frequency_file",
+    "load_presampled",
+    "open_presampled",
+    "presample",
+    "read_presample_meta",
+    "verify",
+]
+
+
+class PresampleError(RuntimeError):
+    """A presample directory is missing, incomplete or inconsistent, or bad parameters."""
+
+
+def blocks_file(worker: int, epoch: int) -> str:
+    """Path of worker ``worker``'s epoch ``epoch`` block file, relative to the output dir."""
+    return f"w{worker}_e{epoch}.blocks"
+
+
+def frequency_file(worker: int, epoch: int) -> str:
+    """Path of the remote-access frequency file, relative to the output dir."""
+    return f"{FREQUENCY_DIR}/w{worker}_e{epoch}.npz"
+
+
+def _int_param(name: str, value, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise PresampleError(f"presample: {name} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _sample_stream(sampler: NeighborSampler, seed_nodes: list[np.ndarray], base_seed: int,
+                   worker: int, epoch: int,
+                   pool: ThreadPoolExecutor | None, window: int
+                   ) -> Iterator[tuple[int, MiniBatch]]:
+    """``(step, batch)`` in step order; with a pool, at most ``window`` batches in flight."""
+
+    def job(step: int) -> MiniBatch:
+        return sampler.sample(seed_nodes[step], batch_seed(base_seed, worker, epoch, step))
+
+    if pool is None:
+        for step in range(len(seed_nodes)):
+            yield step, job(step)
+        return
+    pending: deque = deque()
+    submitted = 0
+    try:
+        for step in range(len(seed_nodes)):
+            while submitted < len(seed_nodes) and len(pending) < window:
+                pending.append(pool.submit(job, submitted))
+                submitted += 1
+            yield step, pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def _sha256(path: Path) -> str:
+    return sha256_file(path, chunk_bytes=1 << 20)
+
+
+def _presample_epoch(tmp: Path, sampler: NeighborSampler, owner: np.ndarray,
+                     counts: np.ndarray, train_nodes: np.ndarray, files: dict, *, steps: int,
+                     batch_size: int, base_seed: int, worker: int, epoch: int,
+                     pool: ThreadPoolExecutor | None, window: int) -> dict:
+    """Stream one (worker, epoch) to disk; return its statistics and add its files' entries
+    to ``files``. ``counts`` must be all zero (and is again on return)."""
+    seed_nodes = epoch_seed_nodes(train_nodes, steps, batch_size, base_seed, worker, epoch)
+    local_rows = remote_rows = max_input = edges = 0
+    path = tmp / blocks_file(worker, epoch)
+    with BlockWriter(path, num_layers=sampler.num_layers, worker=worker, epoch=epoch) as out:
+        for step, batch in _sample_stream(sampler, seed_nodes, base_seed, worker, epoch,
+                                          pool, window):
+            nodes = batch.input_nodes.numpy()
+            mask = owner[nodes] == worker
+            remote = nodes[~mask]
+            counts[remote] += 1  # input nodes are distinct within a batch
+            num_local = int(np.count_nonzero(mask))
+            local_rows += num_local
+            remote_rows += nodes.shape[0] - num_local
+            max_input = max(max_input, int(nodes.shape[0]))
+            edges += sum(block.num_edges for block in batch.blocks)
+            out.write(step, batch, mask)
+    files[blocks_file(worker, epoch)] = {"sha256": out.sha256, "bytes": out.nbytes,
+                                         "batches": len(seed_nodes)}
+    ids = np.flatnonzero(counts).astype(np.int64)
+    freq = counts[ids].astype(np.int64)
+    counts[ids] = 0  # ready for the next epoch
+    freq_path = tmp / frequency_file(worker, epoch)
+    save_npz_deterministic(freq_path, {"ids": ids, "counts": freq})
+    files[frequency_file(worker, epoch)] = {"sha256": _sha256(freq_path),
+                                            "bytes": freq_path.stat().st_size}
+    return {"batches": len(seed_nodes), "local_rows": local_rows, "remote_rows": remote_rows,
+            "unique_remote": int(ids.shape[0]), "max_input_nodes": max_input,
+            "edges": edges}
+
+
+def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str | Path, *,
+              fanouts: Sequence[int], batch_size: int, base_seed: int, epochs: int,
+              workers: Sequence[int] | None = None, threads: int = 1) -> dict:
+    """Presample ``epochs`` epochs of every worker in ``workers`` (default: all) to ``out_dir``.
+
+    ``fanouts``/``batch_size``/``base_seed`` are the training run's (``fanouts[l]`` for
+    ``blocks[l]``); the step count per epoch is the shared schedule's
+    :func:`~commgnn.sampling.schedule.steps_per_epoch` over *all* workers of the
+    partition, so presampling a subset of workers gives the same files for them.
+    ``threads > 1`` samples batches in a thread pool (files are identical). An existing
+    ``out_dir`` is replaced. Returns the ``meta.json`` content.
+    """
+    batch_size = _int_param("batch_size", batch_size, 1)
+    epochs = _int_param("epochs", epochs, 1)
+    threads = _int_param("threads", threads, 1)
+    if isinstance(base_seed, bool) or not isinstance(base_seed, (int, np.integer)):
+        raise PresampleError(f"presample: base_seed must be an integer, got {base_seed!r}")
+    base_seed = int(base_seed)
+    fanouts = [_int_param("fanouts entries", k, -1) for k in fanouts]
+    if not fanouts:
+        raise PresampleError("presample: fanouts must not be empty")
+    dataset_dir, partition_dir, out_dir = Path(dataset_dir), Path(partition_dir), Path(out_dir)
+    ds = load_dataset(dataset_dir)
+    part = load_partition(partition_dir)
+    if part.method == "chunk":
+        raise PresampleError(f"{partition_dir}: presampling needs one part per worker "
+                             "(method 'metis' or 'random'), not 'chunk'")
+    if (part.dataset.get("num_nodes") != ds.num_nodes
+            or part.dataset.get("num_edges") != ds.num_edges):
+        raise PresampleError(f"{partition_dir}: partition of {part.dataset}, dataset "
+                             f"{dataset_dir} has {ds.num_nodes} nodes/{ds.num_edges} edges")
+    num_workers = part.workers
+    if workers is None:
+        workers = list(range(num_workers))
+    workers = sorted({_int_param("workers entries", w, 0) for w in workers})
+    if not workers or workers[-1] >= num_workers:
+        raise PresampleError(f"presample: workers {workers} must be a non-empty subset of "
+                             f"[0, {num_workers})")
+    owner = np.asarray(part.book.owner)
+    train_idx = np.asarray(ds.train_idx)
+    steps = steps_per_epoch(train_idx, owner, num_workers, batch_size)
+    sampler = NeighborSampler(ds.indptr, ds.indices, fanouts)
+    counts = np.zeros(ds.num_nodes, dtype=np.int32)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="presample") if threads > 1 else None
+    try:
+        (tmp / FREQUENCY_DIR).mkdir()
+        per_worker: dict[str, dict[str, list]] = {}
+        files: dict[str, dict] = {}
+        for worker in workers:
+            train_nodes = worker_train_nodes(train_idx, owner, worker)
+            stats: dict[str, list] = {}
+            for epoch in range(epochs):
+                entry = _presample_epoch(tmp, sampler, owner, counts, train_nodes, files,
+                                         steps=steps, batch_size=batch_size,
+                                         base_seed=base_seed, worker=worker, epoch=epoch,
+                                         pool=pool, window=2 * threads)
+                entry["blocks"] = blocks_file(worker, epoch)
+                entry["frequency"] = frequency_file(worker, epoch)
+                for key, value in entry.items():
+                    stats.setdefault(key, []).append(value)
+            per_worker[str(worker)] = stats
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "block_format_version": blockio.FORMAT_VERSION,
+            "params": {"fanouts": fanouts, "batch_size": batch_size, "base_seed": base_seed,
+                       "epochs": epochs, "workers": workers},
+            "num_workers": num_workers,
+            "steps_per_epoch": steps,
+            "dataset": {"name": ds.name, "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
+                        "meta_sha256": _sha256(dataset_dir / DATASET_META)},
+            "partition": {"spec": part.spec,
+                          "meta_sha256": _sha256(partition_dir / PARTITION_META)},
+            "workers": per_worker,
+            "files": files,
+        }
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return meta
+
+
+def read_presample_meta(out_dir: str | Path) -> dict:
+    """``meta.json`` of a presample directory (checked for format and required keys)."""
+    path = Path(out_dir) / META_FILE
+    if not path.is_file():
+        raise PresampleError(f"{path}: missing (not a presample directory?)")
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PresampleError(f"{path}: corrupt JSON ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        raise PresampleError(f"{path}: format_version "
+                             f"{meta.get('format_version') if isinstance(meta, dict) else None!r}"
+                             f", expected {FORMAT_VERSION}")
+    missing = [k for k in ("params", "steps_per_epoch", "workers", "files") if k not in meta]
+    if missing:
+        raise PresampleError(f"{path}: lacks keys {missing}")
+    return meta
+
+
+def _check_entry(out_dir: Path, meta: dict, worker: int, epoch: int) -> None:
+    params = meta["params"]
+    if worker not in params["workers"] or not 0 <= epoch < params["epochs"]:
+        raise PresampleError(f"{out_dir}: no presampled data for worker {worker} epoch {epoch}"
+                             f" (workers {params['workers']}, epochs 0..{params['epochs'] - 1})")
+
+
+def open_presampled(out_dir: str | Path, worker: int, epoch: int) -> BlockReader:
+    """Random-access reader of ``(worker, epoch)``'s block file (e.g. for a prefetcher)."""
+    out_dir = Path(out_dir)
+    meta = read_presample_meta(out_dir)
+    _check_entry(out_dir, meta, worker, epoch)
+    reader = BlockReader(out_dir / blocks_file(worker, epoch))
+    expected = meta["files"].get(blocks_file(worker, epoch), {}).get("batches")
+    if (reader.worker, reader.epoch) != (worker, epoch) or len(reader) != expected:
+        reader.close()
+        raise BlockFileError(f"{reader.path}: holds worker {reader.worker} epoch "
+                             f"{reader.epoch} with {len(reader)} batches, meta.json expects "
+                             f"worker {worker} epoch {epoch} with {expected}")
+    return reader
+
+
+def load_presampled(out_dir: str | Path, worker: int, epoch: int
+                    ) -> Iterator[PresampledBatch]:
+    """Lazily yield ``(worker, epoch)``'s presampled batches in step order."""
+    reader = open_presampled(out_dir, worker, epoch)
+
+    def generate() -> Iterator[PresampledBatch]:
+        try:
+            yield from reader
+        finally:
+            reader.close()
+
+    return generate()
+
+
+def frequencies(out_dir: str | Path, worker: int, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, counts)``: remote input nodes of ``(worker, epoch)`` and their batch counts."""
+    out_dir = Path(out_dir)
+    _check_entry(out_dir, read_presample_meta(out_dir), worker, epoch)
+    path = out_dir / frequency_file(worker, epoch)
+    if not path.is_file():
+        raise PresampleError(f"{path}: missing")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            ids, counts = archive["ids"], archive["counts"]
+    except (KeyError, ValueError, OSError, EOFError) as exc:
+        raise PresampleError(f"{path}: unreadable or corrupt ({exc})") from exc
+    if ids.shape != counts.shape or ids.ndim != 1:
+        raise PresampleError(f"{path}: ids/counts shapes {ids.shape}/{counts.shape} differ")
+    return ids, counts
+
+
+def verify(out_dir: str | Path) -> dict:
+    """Recheck every file's SHA-256 and every block record's CRC; return counts.
+
+    Raises :class:`BlockFileError` for a bad block file and :class:`PresampleError` for
+    anything else (missing file, checksum mismatch of a frequency file).
+    """
+    out_dir = Path(out_dir)
+    meta = read_presample_meta(out_dir)
+    batches = 0
+    for name, entry in sorted(meta["files"].items()):
+        path = out_dir / name
+        is_blocks = name.endswith(".blocks")
+        error = BlockFileError if is_blocks else PresampleError
+        if not path.is_file():
+            raise error(f"{path}: missing")
+        if is_blocks:
+            with BlockReader(path) as reader:
+                count = reader.verify()
+            if count != entry.get("batches"):
+                raise BlockFileError(f"{path}: {count} batches, meta.json says "
+                                     f"{entry.get('batches')}")
+            batches += count
+        if _sha256(path) != entry["sha256"]:
+            raise error(f"{path}: checksum mismatch (file is corrupt or was modified)")
+    return {"files": len(meta["files"]), "batches": batches}
