@@ -5,7 +5,11 @@ from snakemake.utils import min_version, validate
 min_version("8.0")
 
 
-configfile: "config.yaml"
+# config.yaml is the default; --configfile replaces it (rather than merging into it).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
+
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -25,6 +29,7 @@ wildcard_constraints:
 
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
+include: "workflow/rules/presample.smk"
 include: "workflow/rules/train.smk"
 
 

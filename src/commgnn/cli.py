@@ -16,9 +16,7 @@ import time
 from pathlib import Path
 
 from commgnn import config as cfg
-from commgnn.data.store import DatasetError
-from commgnn.errors import WorkerFailed
-from commgnn.partition import PartitionError
+from commgnn.errors import InputError, WorkerFailed
 
 log = logging.getLogger("commgnn")
 
@@ -83,11 +81,27 @@ def cmd_train(args: argparse.Namespace) -> None:
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
-                     out=str(args.out), checkpoints=str(args.checkpoints))
+                     out=str(args.out), checkpoints=str(args.checkpoints),
+                     presample=str(args.presample) if args.presample else None)
     summary = run(spec, paths)
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %.4f", spec.run_id,
              summary["mean_epoch_time_s"], summary["remote_rows_per_epoch"],
              summary["test_acc"])
+
+
+def cmd_presample(args: argparse.Namespace) -> None:
+    from commgnn.sampling.presample import presample
+
+    try:
+        fanouts = [int(f) for f in args.fanouts.split(",")]
+    except ValueError as exc:
+        raise cfg.ConfigError(f"--fanouts {args.fanouts!r}: not comma-separated integers") \
+            from exc
+    meta = presample(args.dataset, args.partition, args.out, fanouts=fanouts,
+                     batch_size=args.batch_size, base_seed=args.seed, epochs=args.epochs,
+                     threads=args.threads)
+    log.info("presampled %d workers x %d epochs x %d steps to %s", meta["num_workers"],
+             args.epochs, meta["steps_per_epoch"], args.out)
 
 
 def cmd_partition(args: argparse.Namespace) -> None:
@@ -137,7 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", required=True, type=Path)
     p.add_argument("--out", required=True, type=Path, help="run directory (made on success)")
     p.add_argument("--checkpoints", required=True, type=Path)
+    p.add_argument("--presample", type=Path, help="presampled blocks (rapidgnn)")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("presample", help="presample every worker's batches to disk")
+    p.add_argument("--dataset", required=True, type=Path)
+    p.add_argument("--partition", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--fanouts", required=True, help="comma-separated, input layer first")
+    p.add_argument("--batch-size", required=True, type=int)
+    p.add_argument("--seed", required=True, type=int)
+    p.add_argument("--epochs", required=True, type=int)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=cmd_presample)
 
     p = sub.add_parser("partition-table", help="gather partition stats into one CSV table")
     p.add_argument("--out", required=True, type=Path)
@@ -157,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
-    except (cfg.ConfigError, DatasetError, PartitionError, WorkerFailed) as exc:
+    except (cfg.ConfigError, InputError, WorkerFailed) as exc:
         print(f"commgnn {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return 0

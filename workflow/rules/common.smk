@@ -1,6 +1,6 @@
 # Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
-from commgnn.train.spec import expand_experiments
+from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
 import shlex
 import sys
 from pathlib import Path
@@ -46,6 +46,8 @@ def all_partitions():
 
 
 RUNS = {spec.run_id: spec for spec in expand_experiments(config)}
+TRAINING = {**TRAINING_DEFAULTS, **config.get("training", {})}
+PRESAMPLED_SYSTEMS = ("rapidgnn",)
 
 
 def run_id(w):
@@ -58,3 +60,10 @@ def run_spec_arg(w):
 
 def all_runs():
     return [f"{RESULTS}/runs/{key}" for key in RUNS]
+
+
+def presample_input(w):
+    """The presampled blocks a run reads (systems that presample), else nothing."""
+    if RUNS[run_id(w)].base_system not in PRESAMPLED_SYSTEMS:
+        return []
+    return [f"{RESULTS}/presample/{w.dataset}/{w.partitioning}/b{w.batch}_s{w.seed}"]

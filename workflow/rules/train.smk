@@ -6,6 +6,7 @@ rule train:
     input:
         dataset=f"{RESULTS}/datasets/{{dataset}}",
         partition=f"{RESULTS}/partitions/{{dataset}}/{{partitioning}}",
+        presample=presample_input,
     output:
         directory(
             f"{RESULTS}/runs/{{system}}/{{dataset}}/{{partitioning}}/"
@@ -14,6 +15,7 @@ rule train:
     params:
         spec=lambda w: run_spec_arg(w),
         checkpoints=lambda w: f"{RESULTS}/checkpoints/{run_id(w)}",
+        presample=lambda w, input: f"--presample {input.presample}" if input.presample else "",
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/train/{{system}}/{{dataset}}/{{partitioning}}/"
@@ -29,7 +31,7 @@ rule train:
     shell:
         "{params.cmd} train --spec {params.spec} --dataset {input.dataset} "
         "--partition {input.partition} --out {output} --checkpoints {params.checkpoints} "
-        "> {log} 2>&1"
+        "{params.presample} > {log} 2>&1"
 
 
 rule runs_table:

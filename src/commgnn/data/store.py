@@ -32,12 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
+from commgnn.errors import InputError
+
 FORMAT_VERSION = 1
 ARRAY_FILES = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
 META_FILE = "meta.json"
 
 
-class DatasetError(RuntimeError):
+class DatasetError(InputError):
     """A dataset file is missing, truncated, corrupt or inconsistent."""
 
 

@@ -59,11 +59,14 @@ def block_edges(block: Block, self_loops: bool = False) -> tuple[Tensor, Tensor]
     block's edges.
     """
     src = block.indices
-    dst = block.dst_of_edges()
+    # As Block.dst_of_edges(), with output_size so that CUDA needs no host synchronisation.
+    dst = torch.repeat_interleave(
+        torch.arange(block.num_dst, device=src.device, dtype=src.dtype), block.in_degrees(),
+        output_size=block.num_edges)
     if self_loops:
         loop = torch.arange(block.num_dst, device=src.device, dtype=src.dtype)
         src = torch.cat([src, loop])
-        dst = torch.cat([dst.to(src.dtype), loop])
+        dst = torch.cat([dst, loop])
     return src, dst
 
 
@@ -237,7 +240,7 @@ class GATConv(nn.Module):
         alpha = self.attn_drop(edge_softmax(e, dst, block.num_dst))  # (E, H)
         msg = z.index_select(0, src) * alpha.unsqueeze(-1)
         out = _scatter_sum(msg, dst, block.num_dst)  # (num_dst, H, D)
-        out = out.reshape(block.num_dst, -1) if self.concat else out.mean(dim=1)
+        out = out.reshape(block.num_dst, self.heads * self.out_dim) if self.concat else out.mean(1)
         if self.bias is not None:
             out = out + self.bias
         return out

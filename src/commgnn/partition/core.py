@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commgnn.data.store import GraphDataset
+from commgnn.errors import InputError
 from commgnn.partition.book import PartitionBook
 from commgnn.partition.chunk import CHUNK_METHODS, chunk_assign, chunk_pairs
 from commgnn.partition.halo import compute_halos
@@ -36,7 +37,7 @@ METHODS = ("metis", "random", "chunk")
 MAX_SEED = 2**32 - 1
 
 
-class PartitionError(RuntimeError):
+class PartitionError(InputError):
     """A partition directory file is missing, corrupt or inconsistent."""
 
 

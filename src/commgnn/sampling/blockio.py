@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from commgnn.errors import InputError
 from commgnn.sampling.block import Block, MiniBatch
 
 FORMAT_VERSION = 1
@@ -80,7 +81,7 @@ _RECORD_OVERHEAD = _LEN.size + _CRC.size  # 12
 _INT32_LIMIT = 1 << 31
 
 
-class BlockFileError(RuntimeError):
+class BlockFileError(InputError):
     """A presampled block file is missing, truncated, corrupt or inconsistent."""
 
 

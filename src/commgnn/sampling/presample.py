@@ -42,6 +42,7 @@ import numpy as np
 
 from commgnn.data.store import META_FILE as DATASET_META
 from commgnn.data.store import load_dataset, sha256_file
+from commgnn.errors import InputError
 from commgnn.partition import load_partition
 from commgnn.partition.io import META_FILE as PARTITION_META
 from commgnn.partition.io import save_npz_deterministic
@@ -72,7 +73,7 @@ __all__ = [
 ]
 
 
-class PresampleError(RuntimeError):
+class PresampleError(InputError):
     """A presample directory is missing, incomplete or inconsistent, or bad parameters."""
 
 

@@ -31,6 +31,7 @@ class WorkerContext:
     emulator: NetworkEmulator
     store: FeatureStore
     labels: torch.Tensor  # all labels (replicated, small), on the training device
+    presample_dir: str | None = None  # presampled blocks, for systems that use them
     train_nodes: np.ndarray = field(init=False)
     steps: int = field(init=False)
     sampler: NeighborSampler = field(init=False)

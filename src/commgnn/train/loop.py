@@ -52,6 +52,7 @@ class RunPaths:
     partition: str
     out: str  # final run directory (exists only once complete)
     checkpoints: str
+    presample: str | None = None  # presampled blocks (systems that need them)
 
     @property
     def staging(self) -> Path:
@@ -133,7 +134,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
         raise RuntimeError(f"{paths.partition}: {partition.num_parts} parts but "
                            f"{env.world_size} workers; system {spec.system!r} needs one "
                            "part per worker")
-    system_cls = get_system(spec.system)
+    system_cls = get_system(spec.base_system)
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
                                  env.world_size, num_epochs=spec.get("epochs"))
     _init_groups(env, spec, device)
@@ -154,7 +155,8 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
                          emulator, spec.get("rpc_timeout_s"))
     labels = torch.from_numpy(np.asarray(dataset.labels, dtype=np.int64)).to(device)
     ctx = WorkerContext(spec=spec, env=env, device=device, dataset=dataset,
-                        partition=partition, emulator=emulator, store=store, labels=labels)
+                        partition=partition, emulator=emulator, store=store, labels=labels,
+                        presample_dir=paths.presample)
     system = system_cls(ctx)
     system.prepare()
 

@@ -32,6 +32,7 @@ TRAINING_DEFAULTS: dict = {
     "resume": True,
 }
 
+BUILTIN_SYSTEMS = ("default", "oracle", "rapidgnn")
 NETWORK_PRESET_NAMES = ("none", "1gbe", "10gbe", "25gbe")
 
 EXPERIMENT_DEFAULTS: dict = {
@@ -57,6 +58,11 @@ class RunSpec:
     workers: int
     training: dict = field(default_factory=lambda: dict(TRAINING_DEFAULTS))
     system_options: dict = field(default_factory=dict)
+
+    @property
+    def base_system(self) -> str:
+        """The implementation: a variant's ``system`` option, else the system name."""
+        return self.system_options.get("system", self.system)
 
     @property
     def run_id(self) -> str:
@@ -110,6 +116,11 @@ def expand_experiments(config: dict) -> list[RunSpec]:
             if missing:
                 raise ValueError(f"experiments[{index}].{key}: {missing} not defined in "
                                  f"'{section}'")
+        unknown = sorted(set(exp["systems"]) - set(BUILTIN_SYSTEMS) -
+                         set(config.get("systems", {})))
+        if unknown:
+            raise ValueError(f"experiments[{index}].systems: {unknown} are neither built-in "
+                             f"systems {BUILTIN_SYSTEMS} nor defined in 'systems'")
         for combo in itertools.product(exp["systems"], exp["datasets"], exp["partitionings"],
                                        exp["models"], exp["batch_sizes"], exp["networks"],
                                        exp["seeds"]):
