@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+
+from commgnn.data.store import write_dataset
+from commgnn.data.synthetic import generate_synthetic
+from commgnn.partition import partition_graph, write_partition
+from commgnn.train.loop import RunPaths, run
+from commgnn.train.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -21,3 +28,58 @@ def planetoid_dir() -> Path:
     if not (PLANETOID / "ind.cora.x").is_file():
         pytest.skip("../shared/datasets/planetoid is absent")
     return PLANETOID
+
+
+@pytest.fixture(scope="session")
+def tiny_inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """A 600-node synthetic dataset and its 2-part METIS partition, on disk."""
+    root = tmp_path_factory.mktemp("tiny")
+    ds = generate_synthetic({"preset": "tiny", "nodes": 600, "seed": 5}, name="tiny")
+    write_dataset(ds, root / "dataset")
+    part = partition_graph(ds, {"method": "metis", "parts": 2, "seed": 0})
+    write_partition(part, root / "partition")
+    return root / "dataset", root / "partition"
+
+
+def tiny_spec(system: str = "default", epochs: int = 2, network: str | dict = "none",
+              system_options: dict | None = None, **training) -> RunSpec:
+    """A 2-worker run spec on :func:`tiny_inputs` (fan-outs [5, 5], batch 64, seed 7)."""
+    net = {"preset": network} if isinstance(network, str) else network
+    base = {"epochs": epochs, "fanouts": [5, 5], "hidden": 16, "lr": 0.01,
+            "eval_max_nodes": 50, "rpc_timeout_s": 20, "collective_timeout_s": 20}
+    base.update(training)
+    return RunSpec(system=system, dataset="tiny", partitioning="metis2", model="sage",
+                   batch_size=64, network="net" if isinstance(network, dict) else network,
+                   network_spec=net, seed=7, workers=2, training=base,
+                   system_options=system_options or {})
+
+
+@pytest.fixture(scope="session")
+def make_spec():
+    return tiny_spec
+
+
+def run_tiny(tmp: Path, inputs: tuple[Path, Path], spec: RunSpec, name: str = "run",
+             presample: Path | None = None) -> Path:
+    """Run ``spec`` on the tiny inputs into ``tmp/name``; returns the run directory."""
+    dataset, partition = inputs
+    out = tmp / name
+    run(spec, RunPaths(dataset=str(dataset), partition=str(partition), out=str(out),
+                       checkpoints=str(tmp / f"{name}-ckpt"),
+                       presample=str(presample) if presample else None))
+    return out
+
+
+@pytest.fixture(scope="session")
+def run_on_tiny():
+    return run_tiny
+
+
+def step_records(out: Path, worker: int) -> list[dict]:
+    return [json.loads(line) for line in (out / f"steps_w{worker}.jsonl").read_text()
+            .splitlines()]
+
+
+@pytest.fixture(scope="session")
+def read_steps():
+    return step_records

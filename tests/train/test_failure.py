@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_spec
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -33,7 +32,7 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_killed_worker_stops_the_run(tiny_inputs, tmp_path):
+def test_killed_worker_stops_the_run(tiny_inputs, tmp_path, make_spec):
     dataset, partition = tiny_inputs
     out = tmp_path / "run"
     staging = tmp_path / "run.partial"

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import make_spec
 
 from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
@@ -16,27 +15,13 @@ from commgnn.sampling.batches import epoch_batches
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import steps_per_epoch, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.train.loop import RunPaths, run
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def run_once(tmp: Path, inputs, spec, name: str = "run") -> Path:
-    dataset, partition = inputs
-    out = tmp / name
-    run(spec, RunPaths(dataset=str(dataset), partition=str(partition), out=str(out),
-                       checkpoints=str(tmp / f"{name}-ckpt")))
-    return out
-
-
-def steps(out: Path, worker: int) -> list[dict]:
-    return [json.loads(line) for line in (out / f"steps_w{worker}.jsonl").read_text()
-            .splitlines()]
-
-
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory, tiny_inputs) -> Path:
-    return run_once(tmp_path_factory.mktemp("default"), tiny_inputs, make_spec())
+def default_run(tmp_path_factory, tiny_inputs, run_on_tiny, make_spec) -> Path:
+    return run_on_tiny(tmp_path_factory.mktemp("default"), tiny_inputs, make_spec())
 
 
 def test_summary_has_the_common_keys(default_run):
@@ -52,7 +37,7 @@ def test_summary_has_the_common_keys(default_run):
     assert not default_run.with_name(default_run.name + ".partial").exists()
 
 
-def test_remote_rows_match_independent_count(default_run, tiny_inputs):
+def test_remote_rows_match_independent_count(default_run, tiny_inputs, make_spec, read_steps):
     """Per step: remote rows/RPCs/bytes equal a count from the sampled blocks and the book."""
     ds = load_dataset(tiny_inputs[0])
     book = load_partition(tiny_inputs[1]).book
@@ -60,7 +45,7 @@ def test_remote_rows_match_independent_count(default_run, tiny_inputs):
     sampler = NeighborSampler(ds.indptr, ds.indices, spec.get("fanouts"))
     n_steps = steps_per_epoch(ds.train_idx, book.owner, 2, spec.batch_size)
     for worker in range(2):
-        records = steps(default_run, worker)
+        records = read_steps(default_run, worker)
         assert len(records) == 2 * n_steps
         train = worker_train_nodes(ds.train_idx, book.owner, worker)
         for rec in records:
@@ -77,32 +62,35 @@ def test_remote_rows_match_independent_count(default_run, tiny_inputs):
             assert rec["batch_size"] == len(seeds)
 
 
-def test_same_seed_same_counts_and_losses(default_run, tiny_inputs, tmp_path):
-    again = run_once(tmp_path, tiny_inputs, make_spec())
+def test_same_seed_same_counts_and_losses(default_run, tiny_inputs, tmp_path, run_on_tiny,
+                                         make_spec, read_steps):
+    again = run_on_tiny(tmp_path, tiny_inputs, make_spec())
     for worker in range(2):
-        a, b = steps(default_run, worker), steps(again, worker)
+        a, b = read_steps(default_run, worker), read_steps(again, worker)
         keys = ("epoch", "step", "remote_rpcs", "remote_rows", "remote_bytes", "local_rows",
                 "loss", "acc")
         assert [[r[k] for k in keys] for r in a] == [[r[k] for k in keys] for r in b]
 
 
 def test_oracle_runs_the_same_batches_without_communication(default_run, tiny_inputs,
-                                                            tmp_path):
-    oracle = run_once(tmp_path, tiny_inputs, make_spec(system="oracle"))
+                                                            tmp_path, run_on_tiny, make_spec,
+                                                            read_steps):
+    oracle = run_on_tiny(tmp_path, tiny_inputs, make_spec(system="oracle"))
     for worker in range(2):
-        for d, o in zip(steps(default_run, worker), steps(oracle, worker), strict=True):
+        for d, o in zip(read_steps(default_run, worker), read_steps(oracle, worker), strict=True):
             assert o["remote_rows"] == 0 and o["remote_rpcs"] == 0
             assert o["local_rows"] == d["local_rows"] + d["remote_rows"]
             assert o["loss"] == pytest.approx(d["loss"], rel=1e-5, abs=1e-6)
 
 
-def test_resume_reproduces_uninterrupted_run(tiny_inputs, tmp_path):
-    full = run_once(tmp_path, tiny_inputs, make_spec(epochs=3), name="full")
-    run_once(tmp_path, tiny_inputs, make_spec(epochs=2), name="resumed")
-    resumed = run_once(tmp_path, tiny_inputs, make_spec(epochs=3), name="resumed")
+def test_resume_reproduces_uninterrupted_run(tiny_inputs, tmp_path, run_on_tiny, make_spec,
+                                             read_steps):
+    full = run_on_tiny(tmp_path, tiny_inputs, make_spec(epochs=3), name="full")
+    run_on_tiny(tmp_path, tiny_inputs, make_spec(epochs=2), name="resumed")
+    resumed = run_on_tiny(tmp_path, tiny_inputs, make_spec(epochs=3), name="resumed")
     for worker in range(2):
-        assert [(r["epoch"], r["step"], r["loss"]) for r in steps(full, worker)] == \
-            [(r["epoch"], r["step"], r["loss"]) for r in steps(resumed, worker)]
+        assert [(r["epoch"], r["step"], r["loss"]) for r in read_steps(full, worker)] == \
+            [(r["epoch"], r["step"], r["loss"]) for r in read_steps(resumed, worker)]
     a = torch.load(tmp_path / "full-ckpt" / "last.pt", weights_only=True)["model"]
     b = torch.load(tmp_path / "resumed-ckpt" / "last.pt", weights_only=True)["model"]
     for key in a:

@@ -15,6 +15,8 @@ from commgnn.train.spec import RunSpec
 
 SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
           "local_rows", "energy_j", "steps")
+SYSTEM_SUMMED = ("prefetch_fallbacks", "extra_remote_rows", "extra_remote_rpcs")
+SYSTEM_MAX = ("cache_bytes_max", "staged_bytes_max", "memory_bound_bytes")
 TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
 
 
@@ -32,6 +34,17 @@ def epoch_summary(epoch: int, workers: list[dict]) -> dict:
     }
     for key in SUMMED:
         row[key] = sum(w[key] for w in workers)
+    # Traffic a system sends outside its steps (e.g. cache fills) counts as remote traffic.
+    for key in ("rpcs", "rows", "bytes"):
+        extra = sum(w.get(f"extra_remote_{key}", 0) for w in workers)
+        row[f"step_remote_{key}"] = row[f"remote_{key}"]
+        row[f"remote_{key}"] += extra
+    for key in SYSTEM_SUMMED:
+        if key in workers[0]:
+            row[key] = sum(w[key] for w in workers)
+    for key in SYSTEM_MAX:
+        if key in workers[0]:
+            row[key] = max(w[key] for w in workers)
     for key in TIMES:
         row[f"{key}_max"] = max(w[key] for w in workers)
     for key in ("val_acc", "test_acc"):
@@ -70,6 +83,10 @@ def run_summary(spec: RunSpec, epochs: list[dict], meter: str, device: torch.dev
         "peak_mem_bytes": max(e["peak_mem_bytes"] for e in epochs),
         "steps_per_epoch": epochs[-1]["steps"] // spec.workers,
         "epoch_times_s": [e["time_s"] for e in epochs],
+        "step_remote_rows_per_epoch": mean(e["step_remote_rows"] for e in epochs),
+        **{f"{key}_per_epoch": mean(e[key] for e in epochs)
+           for key in SYSTEM_SUMMED if key in epochs[-1]},
+        **{key: max(e[key] for e in epochs) for key in SYSTEM_MAX if key in epochs[-1]},
         "device": str(device),
         "launcher": launcher,
         "network_spec": spec.network_spec,

@@ -1,0 +1,303 @@
+"""``rapidgnn``: deterministic presampling, a double-buffered steady cache and a prefetcher
+(RapidGNN §3-4, Algorithm 1).
+
+- The batches are read from the presampled metadata blocks (``commgnn presample``), which
+  reproduce the online sampler exactly for the same seeds.
+- Steady cache ``C_s``: the ``n_hot`` remote nodes this worker accesses most often in the
+  epoch (ties broken by node id), filled with one bulk pull per owner (VectorPull). The
+  secondary cache ``C_sec`` for epoch ``e+1`` is built on a background thread during epoch
+  ``e`` and swapped in at the boundary; epoch ``e+1``'s batches never see ``C_sec`` before.
+- Prefetcher: a thread keeps up to ``Q = prefetch_depth`` upcoming batches staged, serving
+  remote rows from ``C_s`` and pulling the misses (SyncPull, one request per owner) off the
+  critical path. A step the prefetcher has not started when the trainer reaches it is a
+  *fallback*: the trainer fetches it on the default path (every remote row on demand).
+- Device memory: both cache buffers plus at most ``Q`` staged batches, bounded by
+  ``Mem <= 2 n_hot d + Q m_max d`` (rows of 4-byte floats); the run reports both.
+
+Options (``systems.<name>`` in the config): ``n_hot`` (default 0), ``prefetch_depth``
+(default 4).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from commgnn.dist.feature_store import FetchCounts
+from commgnn.sampling.blockio import PresampledBatch
+from commgnn.sampling.presample import frequencies, open_presampled, read_presample_meta
+from commgnn.systems.base import PreparedBatch, System, register_system
+
+
+@dataclass
+class SteadyCache:
+    """Feature rows of a fixed set of remote nodes, looked up by global id."""
+
+    epoch: int
+    ids: torch.Tensor  # int64 global ids, in slot order
+    rows: torch.Tensor  # (len(ids), d) on the training device
+    slot: torch.Tensor  # int64 (num_nodes,): slot of a node, -1 if not cached
+    fill: FetchCounts
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.numel() * self.rows.element_size()
+
+
+def hot_nodes(ids: np.ndarray, counts: np.ndarray, n_hot: int) -> np.ndarray:
+    """The ``n_hot`` most frequently accessed ids (ties: smaller id first), sorted by id."""
+    if n_hot <= 0 or ids.size == 0:
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((ids, -counts))[:n_hot]
+    return np.sort(ids[order])
+
+
+class _EpochStaging:
+    """Steps of one epoch claimed by the prefetcher, and their staged results."""
+
+    def __init__(self, epoch: int, steps: int) -> None:
+        self.epoch = epoch
+        self.steps = steps
+        self.lock = threading.Condition()
+        self.claimed: dict[int, str] = {}  # step -> "prefetch" | "trainer"
+        self.ready: dict[int, PreparedBatch] = {}
+        self.error: BaseException | None = None
+        self.staged_bytes = 0
+        self.max_staged_bytes = 0
+        self.stop = False
+
+
+@register_system
+class RapidGNNSystem(System):
+    name = "rapidgnn"
+
+    def prepare(self) -> None:
+        ctx = self.ctx
+        if not ctx.presample_dir:
+            raise RuntimeError("rapidgnn needs presampled blocks (--presample DIR)")
+        self.n_hot = int(self.options.get("n_hot", 0))
+        self.depth = int(self.options.get("prefetch_depth", 4))
+        meta = read_presample_meta(ctx.presample_dir)
+        params = meta["params"]
+        expected = {"fanouts": list(ctx.spec.get("fanouts")), "batch_size": ctx.spec.batch_size,
+                    "base_seed": ctx.spec.seed}
+        for key, value in expected.items():
+            if params[key] != value:
+                raise RuntimeError(f"{ctx.presample_dir}: presampled with {key}={params[key]!r}"
+                                   f" but the run uses {value!r}")
+        if params["epochs"] < ctx.spec.get("epochs"):
+            raise RuntimeError(f"{ctx.presample_dir}: {params['epochs']} epochs presampled, "
+                               f"the run needs {ctx.spec.get('epochs')}")
+        self.m_max = max(max(w["max_input_nodes"]) for w in meta["workers"].values())
+        self.feature_dim = ctx.store.feature_dim
+        self.num_nodes = ctx.dataset.num_nodes
+        self.cache: SteadyCache | None = None
+        self._next_cache: SteadyCache | None = None
+        self._next_thread: threading.Thread | None = None
+        self._next_error: BaseException | None = None
+        self._staging: _EpochStaging | None = None
+        self._prefetch_thread: threading.Thread | None = None
+        self._epoch_stats: dict = {}
+        self.max_cache_bytes = 0
+        self.max_staged_bytes = 0
+
+    # -- caches ------------------------------------------------------------------------
+    def _build_cache(self, epoch: int) -> SteadyCache:
+        """VectorPull: one bulk request per owner for the epoch's top-``n_hot`` nodes."""
+        ctx = self.ctx
+        ids, counts = frequencies(ctx.presample_dir, ctx.rank, epoch)
+        hot = torch.from_numpy(hot_nodes(ids, counts, self.n_hot))
+        owners = ctx.store.owner[hot]
+        by_owner = {int(o): hot[owners == o] for o in torch.unique(owners).tolist()}
+        rows_by_owner, fill = ctx.store.pull(by_owner)
+        rows = torch.empty((hot.numel(), self.feature_dim), dtype=ctx.store.local_features.dtype)
+        for owner, block in rows_by_owner.items():
+            rows[owners == owner] = block
+        slot = torch.full((self.num_nodes,), -1, dtype=torch.int64)
+        slot[hot] = torch.arange(hot.numel(), dtype=torch.int64)
+        return SteadyCache(epoch=epoch, ids=hot, rows=rows.to(ctx.device), slot=slot, fill=fill)
+
+    def _build_next(self, epoch: int) -> None:
+        try:
+            self._next_cache = self._build_cache(epoch)
+        except BaseException as exc:  # surfaced on the training thread at the swap
+            self._next_error = exc
+
+    def start_epoch(self, epoch: int) -> None:
+        fill = FetchCounts()
+        if self._next_thread is not None:  # swap C_sec in at the boundary
+            self._next_thread.join()
+            self._next_thread = None
+            if self._next_error is not None:
+                raise RuntimeError("building the secondary cache failed") from self._next_error
+            self.cache, self._next_cache = self._next_cache, None
+        if self.cache is None or self.cache.epoch != epoch:  # first epoch, or resumed
+            self.cache = self._build_cache(epoch)
+            fill.add(self.cache.fill)
+        if epoch + 1 < self.ctx.spec.get("epochs"):
+            self._next_thread = threading.Thread(target=self._build_next, args=(epoch + 1,),
+                                                 name="rapidgnn-csec", daemon=True)
+            self._next_thread.start()
+        self._epoch_stats = {"fill": fill, "fallbacks": 0}
+        self._start_prefetcher(epoch)
+
+    # -- staging -----------------------------------------------------------------------
+    def _assemble(self, presampled: PresampledBatch, cache: SteadyCache) -> PreparedBatch:
+        """Cache-first features of a presampled batch; misses pulled, one RPC per owner."""
+        ctx = self.ctx
+        store = ctx.store
+        nodes = presampled.batch.input_nodes
+        local = torch.from_numpy(presampled.local_mask)
+        features = torch.empty((nodes.numel(), self.feature_dim), dtype=cache.rows.dtype,
+                               device=ctx.device)
+        local_pos = torch.nonzero(local).flatten()
+        features[local_pos] = store.local_features.index_select(
+            0, store.local_id[nodes[local_pos]]).to(ctx.device)
+        remote_pos = torch.nonzero(~local).flatten()
+        slots = cache.slot[nodes[remote_pos]]
+        hit = slots >= 0
+        features[remote_pos[hit]] = cache.rows[slots[hit].to(cache.rows.device)]
+        miss_pos = remote_pos[~hit]
+        miss_nodes = nodes[miss_pos]
+        miss_owner = store.owner[miss_nodes]
+        by_owner, positions = {}, {}
+        for owner in torch.unique(miss_owner).tolist():
+            select = miss_owner == owner
+            by_owner[owner] = miss_nodes[select]
+            positions[owner] = miss_pos[select]
+        rows, counts = store.pull(by_owner)
+        for owner, block in rows.items():
+            features[positions[owner]] = block.to(ctx.device)
+        counts.local_rows = int(local_pos.numel())
+        batch = presampled.batch
+        return PreparedBatch(step=presampled.step, batch=batch.to(ctx.device),
+                             features=features, labels=ctx.labels_of(batch.seeds),
+                             counts=counts, cache_hits=int(hit.sum()),
+                             cache_misses=int(miss_pos.numel()),
+                             extra={"prefetch_fallback": 0, "cache_epoch": cache.epoch})
+
+    def _start_prefetcher(self, epoch: int) -> None:
+        staging = _EpochStaging(epoch, self.ctx.steps)
+        self._staging = staging
+        if self.depth > 0:
+            self._prefetch_thread = threading.Thread(
+                target=self._prefetch, args=(staging, self.cache), name="rapidgnn-prefetch",
+                daemon=True)
+            self._prefetch_thread.start()
+
+    def _prefetch(self, staging: _EpochStaging, cache: SteadyCache) -> None:
+        reader = open_presampled(self.ctx.presample_dir, self.ctx.rank, staging.epoch)
+        try:
+            for step in range(staging.steps):
+                with staging.lock:
+                    while (len(staging.ready) >= self.depth and not staging.stop):
+                        staging.lock.wait()
+                    if staging.stop:
+                        return
+                    if step in staging.claimed:  # the trainer got there first
+                        continue
+                    staging.claimed[step] = "prefetch"
+                prepared = self._assemble(reader.read(step), cache)
+                nbytes = prepared.features.numel() * prepared.features.element_size()
+                with staging.lock:
+                    staging.ready[step] = prepared
+                    staging.staged_bytes += nbytes
+                    staging.max_staged_bytes = max(staging.max_staged_bytes,
+                                                   staging.staged_bytes)
+                    staging.lock.notify_all()
+        except BaseException as exc:
+            with staging.lock:
+                staging.error = exc
+                staging.lock.notify_all()
+        finally:
+            reader.close()
+
+    def _fallback(self, step: int, epoch: int) -> PreparedBatch:
+        """The default path: every remote input row fetched on demand, no cache."""
+        ctx = self.ctx
+        t0 = time.perf_counter()
+        reader = open_presampled(ctx.presample_dir, ctx.rank, epoch)
+        try:
+            presampled = reader.read(step)
+        finally:
+            reader.close()
+        t1 = time.perf_counter()
+        features, counts = ctx.store.fetch(presampled.batch.input_nodes)
+        batch = presampled.batch
+        return PreparedBatch(step=step, batch=batch.to(ctx.device),
+                             features=features.to(ctx.device),
+                             labels=ctx.labels_of(batch.seeds), sample_s=t1 - t0,
+                             counts=counts, cache_hits=0, cache_misses=counts.remote_rows,
+                             extra={"prefetch_fallback": 1, "cache_epoch": -1})
+
+    def batches(self, epoch: int) -> Iterator[PreparedBatch]:
+        staging = self._staging
+        assert staging is not None and staging.epoch == epoch, "start_epoch() not called"
+        for step in range(staging.steps):
+            t0 = time.perf_counter()
+            with staging.lock:
+                if step not in staging.claimed:
+                    staging.claimed[step] = "trainer"
+                while staging.claimed[step] == "prefetch" and step not in staging.ready:
+                    if staging.error is not None:
+                        raise RuntimeError("prefetcher failed") from staging.error
+                    staging.lock.wait()
+                if staging.claimed[step] == "prefetch":
+                    prepared = staging.ready.pop(step)
+                    staging.staged_bytes -= prepared.features.numel() * \
+                        prepared.features.element_size()
+                    staging.lock.notify_all()
+                else:
+                    prepared = None
+            if prepared is None:
+                prepared = self._fallback(step, epoch)
+                self._epoch_stats["fallbacks"] += 1
+                prepared.fetch_wait_s = time.perf_counter() - t0 - prepared.sample_s
+            else:
+                prepared.fetch_wait_s = time.perf_counter() - t0
+            self._track_memory()
+            yield prepared
+
+    def _track_memory(self) -> None:
+        cache_bytes = self.cache.nbytes if self.cache else 0
+        if self._next_cache is not None:
+            cache_bytes += self._next_cache.nbytes
+        self.max_cache_bytes = max(self.max_cache_bytes, cache_bytes)
+
+    def end_epoch(self, epoch: int) -> dict:
+        staging = self._staging
+        if self._prefetch_thread is not None:
+            with staging.lock:
+                staging.stop = True
+                staging.lock.notify_all()
+            self._prefetch_thread.join()
+            self._prefetch_thread = None
+        self.max_staged_bytes = max(self.max_staged_bytes, staging.max_staged_bytes)
+        self._track_memory()
+        fill = self._epoch_stats["fill"]
+        if self._next_thread is not None:  # C_sec's pull belongs to this epoch's traffic
+            self._next_thread.join()
+            if self._next_cache is not None:
+                fill.add(self._next_cache.fill)
+            self._track_memory()
+        row_bytes = self.feature_dim * 4
+        return {
+            "prefetch_fallbacks": self._epoch_stats["fallbacks"],
+            "extra_remote_rpcs": fill.remote_rpcs,
+            "extra_remote_rows": fill.remote_rows,
+            "extra_remote_bytes": fill.remote_bytes,
+            "n_hot": self.n_hot,
+            "prefetch_depth": self.depth,
+            "cache_bytes_max": self.max_cache_bytes,
+            "staged_bytes_max": self.max_staged_bytes,
+            "memory_bound_bytes": (2 * self.n_hot + self.depth * self.m_max) * row_bytes,
+        }
+
+    def close(self) -> None:
+        if self._next_thread is not None:
+            self._next_thread.join()

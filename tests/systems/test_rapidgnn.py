@@ -1,0 +1,138 @@
+"""RapidGNN on real processes: exact cache accounting, same training as ``default``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commgnn.partition import load_partition
+from commgnn.sampling.presample import frequencies, load_presampled, presample
+from commgnn.systems.rapidgnn import hot_nodes
+
+pytestmark = pytest.mark.timeout(300)
+EPOCHS = 3
+N_HOT = 60
+
+
+@pytest.fixture(scope="module")
+def presampled(tiny_inputs, tmp_path_factory, make_spec) -> Path:
+    spec = make_spec(epochs=EPOCHS)
+    out = tmp_path_factory.mktemp("presample") / "blocks"
+    presample(*tiny_inputs, out, fanouts=spec.get("fanouts"), batch_size=spec.batch_size,
+              base_seed=spec.seed, epochs=EPOCHS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def default_run(tiny_inputs, tmp_path_factory, run_on_tiny, make_spec) -> Path:
+    return run_on_tiny(tmp_path_factory.mktemp("default"), tiny_inputs,
+                       make_spec(epochs=EPOCHS), name="default")
+
+
+@pytest.fixture(scope="module")
+def rapid_run(tiny_inputs, tmp_path_factory, run_on_tiny, make_spec, presampled) -> Path:
+    spec = make_spec(system="rapidgnn", epochs=EPOCHS,
+                     system_options={"n_hot": N_HOT, "prefetch_depth": 2})
+    return run_on_tiny(tmp_path_factory.mktemp("rapid"), tiny_inputs, spec, name="rapid",
+                       presample=presampled)
+
+
+def test_hot_nodes_ranks_by_frequency_then_id():
+    ids = np.array([3, 5, 7, 9, 11])
+    counts = np.array([2, 9, 2, 4, 2])
+    assert hot_nodes(ids, counts, 3).tolist() == [3, 5, 9]  # 5 (9), 9 (4), then 3 < 7 < 11
+    assert hot_nodes(ids, counts, 0).size == 0
+
+
+def test_misses_equal_independent_count(rapid_run, presampled, tiny_inputs, read_steps):
+    """Per step: hits/misses/RPCs from the blocks, the epoch's cache and the book."""
+    owner = np.asarray(load_partition(tiny_inputs[1]).book.owner)
+    for worker in range(2):
+        records = {(r["epoch"], r["step"]): r for r in read_steps(rapid_run, worker)}
+        for epoch in range(EPOCHS):
+            ids, counts = frequencies(presampled, worker, epoch)
+            order = sorted(zip(ids.tolist(), counts.tolist(), strict=True),
+                           key=lambda p: (-p[1], p[0]))
+            cache = {node for node, _ in order[:N_HOT]}
+            for batch in load_presampled(presampled, worker, epoch):
+                rec = records[(epoch, batch.step)]
+                nodes = batch.batch.input_nodes.numpy()
+                remote = nodes[owner[nodes] != worker]
+                if rec["prefetch_fallback"]:
+                    misses = remote
+                else:
+                    assert rec["cache_epoch"] == epoch  # never C_sec before the boundary
+                    misses = np.array([n for n in remote if n not in cache], dtype=np.int64)
+                assert rec["cache_misses"] == rec["remote_rows"] == len(misses)
+                assert rec["cache_hits"] == len(remote) - len(misses)
+                assert rec["remote_rpcs"] == len(np.unique(owner[misses]))
+                assert rec["local_rows"] == len(nodes) - len(remote)
+
+
+def test_training_follows_default_exactly(rapid_run, default_run, read_steps):
+    """Proposition 3.1: same seeds, same batches, same features => same training."""
+    for worker in range(2):
+        rapid, default = read_steps(rapid_run, worker), read_steps(default_run, worker)
+        assert [(r["epoch"], r["step"]) for r in rapid] == \
+            [(r["epoch"], r["step"]) for r in default]
+        for r, d in zip(rapid, default, strict=True):
+            assert r["loss"] == pytest.approx(d["loss"], rel=1e-5, abs=1e-6)
+            assert r["remote_rows"] + r["cache_hits"] == d["remote_rows"] or \
+                r["prefetch_fallback"]
+    a = json.loads((rapid_run / "summary.json").read_text())
+    b = json.loads((default_run / "summary.json").read_text())
+    assert a["test_acc"] == pytest.approx(b["test_acc"], abs=1e-9)
+    assert a["remote_rows_per_epoch"] < b["remote_rows_per_epoch"]
+
+
+def test_memory_within_the_bound(rapid_run):
+    summary = json.loads((rapid_run / "summary.json").read_text())
+    assert 0 < summary["cache_bytes_max"] <= 2 * N_HOT * 32 * 4
+    assert summary["cache_bytes_max"] + summary["staged_bytes_max"] <= \
+        summary["memory_bound_bytes"]
+    assert summary["cache_fill_rows_per_epoch"] > 0 if "cache_fill_rows_per_epoch" in summary \
+        else summary["extra_remote_rows_per_epoch"] > 0
+
+
+def test_no_prefetcher_falls_back_to_default_path(tiny_inputs, tmp_path, run_on_tiny,
+                                                  make_spec, presampled, default_run,
+                                                  read_steps):
+    spec = make_spec(system="rapidgnn", epochs=EPOCHS,
+                     system_options={"n_hot": N_HOT, "prefetch_depth": 0})
+    out = run_on_tiny(tmp_path, tiny_inputs, spec, presample=presampled)
+    for worker in range(2):
+        for r, d in zip(read_steps(out, worker), read_steps(default_run, worker), strict=True):
+            assert r["prefetch_fallback"] == 1
+            for key in ("remote_rows", "remote_rpcs", "remote_bytes", "local_rows"):
+                assert r[key] == d[key], key
+            assert r["loss"] == pytest.approx(d["loss"], rel=1e-5, abs=1e-6)
+    summary = json.loads((out / "summary.json").read_text())
+    steps = summary["steps_per_epoch"]
+    assert summary["prefetch_fallbacks_per_epoch"] == 2 * steps
+
+
+def test_lagging_prefetcher_stays_exact(tiny_inputs, tmp_path, run_on_tiny, make_spec,
+                                        presampled, default_run, read_steps):
+    """A prefetcher slowed by a 3 ms-latency network: whichever steps fall back, the
+    accounting adds up and training is unchanged."""
+    spec = make_spec(system="rapidgnn", epochs=EPOCHS, network={"latency_ms": 3.0},
+                     system_options={"n_hot": N_HOT, "prefetch_depth": 1})
+    out = run_on_tiny(tmp_path, tiny_inputs, spec, presample=presampled)
+    for worker in range(2):
+        rapid, default = read_steps(out, worker), read_steps(default_run, worker)
+        for r, d in zip(rapid, default, strict=True):
+            assert r["loss"] == pytest.approx(d["loss"], rel=1e-5, abs=1e-6)
+            assert r["local_rows"] == d["local_rows"]
+            assert r["cache_hits"] + r["cache_misses"] == d["remote_rows"]
+
+
+def test_presample_mismatch_is_refused(tiny_inputs, tmp_path, run_on_tiny, make_spec,
+                                       presampled):
+    from commgnn.errors import WorkerFailed
+
+    spec = make_spec(system="rapidgnn", epochs=EPOCHS, fanouts=[4, 4])
+    with pytest.raises(WorkerFailed, match="presampled with fanouts"):
+        run_on_tiny(tmp_path, tiny_inputs, spec, presample=presampled)
