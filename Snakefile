@@ -20,7 +20,7 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     partitioning=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    system=r"[a-z0-9_]+",
+    system=r"[a-z0-9][a-z0-9-]*",
     model=r"[a-z0-9]+",
     batch=r"\d+",
     network=r"[A-Za-z0-9][A-Za-z0-9.-]*",
@@ -31,6 +31,7 @@ include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/presample.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -39,4 +40,5 @@ rule all:
         f"{RESULTS}/tables/partition_stats.csv",
         all_runs(),
         f"{RESULTS}/tables/runs.csv" if RUNS else [],
+        figure_targets(),
     default_target: True

@@ -22,8 +22,11 @@ TINY = {
         "chunk3": {"method": "chunk", "parts": 2, "chunks": 3, "chunk_method": "random"},
     },
     "training": {"epochs": 1, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 100},
-    "experiments": [{"systems": ["default", "oracle"], "datasets": ["tiny"],
-                     "partitionings": ["metis2"], "batch_sizes": [256], "networks": ["10gbe"]}],
+    "systems": {"rapidgnn": {"n_hot": 50, "prefetch_depth": 2},
+                "rapidgnn-h200": {"system": "rapidgnn", "n_hot": 200}},
+    "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200"],
+                     "datasets": ["tiny"], "partitionings": ["metis2"], "batch_sizes": [256],
+                     "networks": ["10gbe"]}],
 }
 
 
@@ -54,10 +57,18 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert set(table["partitioning"]) == {"metis2", "chunk3"}
     assert len(table) == 2 + 3
     runs = pd.read_csv(out / "tables" / "runs.csv")
-    assert sorted(runs["system"]) == ["default", "oracle"]
+    assert sorted(runs["system"]) == ["default", "oracle", "rapidgnn", "rapidgnn-h200"]
     by_system = runs.set_index("system")
     assert by_system.loc["default", "remote_rows_per_epoch"] > 0
     assert by_system.loc["oracle", "remote_rows_per_epoch"] == 0
+    assert by_system.loc["rapidgnn-h200", "step_remote_rows_per_epoch"] < \
+        by_system.loc["rapidgnn", "step_remote_rows_per_epoch"] < \
+        by_system.loc["default", "remote_rows_per_epoch"]
+    assert (out / "presample" / "tiny" / "metis2" / "b256_s0" / "meta.json").is_file()
+    fig5 = pd.read_csv(out / "figures" / "rapidgnn_fig5.csv")
+    assert sorted(fig5["n_hot"]) == [50, 200]
+    assert (out / "figures" / "rapidgnn_fig5.png").stat().st_size > 0
+    assert (out / "figures" / "rapidgnn_fig3.png").stat().st_size > 0
     for system in ("default", "oracle"):
         run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"
         assert (run_dir / "summary.json").is_file()

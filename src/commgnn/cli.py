@@ -104,6 +104,19 @@ def cmd_presample(args: argparse.Namespace) -> None:
              args.epochs, meta["steps_per_epoch"], args.out)
 
 
+def cmd_figure(args: argparse.Namespace) -> None:
+    import importlib
+
+    from commgnn.report.figures import FIGURES
+
+    if args.name not in FIGURES:
+        raise cfg.ConfigError(f"unknown figure {args.name!r}; known: {FIGURES}")
+    module = importlib.import_module(f"commgnn.report.figures.{args.name}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    data = module.make(args.inputs, args.out)
+    data.to_csv(args.out.with_suffix(".csv"), index=False)
+
+
 def cmd_partition(args: argparse.Namespace) -> None:
     from commgnn.data.store import load_dataset
     from commgnn.partition import partition_graph, write_partition
@@ -169,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("partitions", nargs="+", type=Path, help="partition directories")
     p.set_defaults(func=cmd_partition_table)
+
+    p = sub.add_parser("figure", help="draw one figure (PNG plus its data as CSV)")
+    p.add_argument("name", help="figure module, e.g. rapidgnn_fig5")
+    p.add_argument("--out", required=True, type=Path, help="PNG path")
+    p.add_argument("inputs", nargs="+", type=Path)
+    p.set_defaults(func=cmd_figure)
 
     p = sub.add_parser("runs-table", help="gather run summaries into one CSV table")
     p.add_argument("--out", required=True, type=Path)

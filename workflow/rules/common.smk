@@ -67,3 +67,19 @@ def presample_input(w):
     if RUNS[run_id(w)].base_system not in PRESAMPLED_SYSTEMS:
         return []
     return [f"{RESULTS}/presample/{w.dataset}/{w.partitioning}/b{w.batch}_s{w.seed}"]
+
+
+def all_presamples():
+    """Every presample directory some run of the experiment matrix reads."""
+    return sorted({
+        f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
+        for s in RUNS.values() if s.base_system in PRESAMPLED_SYSTEMS
+    })
+
+
+def figure_targets():
+    """Figures the configured experiments have data for."""
+    targets = []
+    if all_presamples():
+        targets += [f"{RESULTS}/figures/rapidgnn_fig3.png", f"{RESULTS}/figures/rapidgnn_fig5.png"]
+    return targets

@@ -41,14 +41,21 @@ SUMMARY_COLUMNS = (
     "system", "dataset", "partitioning", "model", "batch_size", "network", "seed", "workers",
     "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch", "remote_rows_per_epoch",
     "remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch", "test_acc",
-    "val_acc", "energy_j", "energy_meter", "peak_mem_bytes",
+    "val_acc", "energy_j", "energy_meter", "peak_mem_bytes", "step_remote_rows_per_epoch",
+    "prefetch_fallbacks_per_epoch", "cache_bytes_max", "staged_bytes_max",
+    "memory_bound_bytes",
 )
 
 
 def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
-    """One row per run directory, from its ``summary.json`` (scalar keys only)."""
+    """One row per run directory, from its ``summary.json`` (scalar keys only), plus the
+    implementation (``base_system``) and every system option as ``option_<name>``."""
     rows = []
     for directory in map(Path, run_dirs):
         summary = json.loads((directory / "summary.json").read_text())
-        rows.append({k: summary.get(k) for k in SUMMARY_COLUMNS})
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+        row = {k: summary.get(k) for k in SUMMARY_COLUMNS}
+        options = summary.get("system_options", {})
+        row["base_system"] = options.get("system", summary["system"])
+        row.update({f"option_{k}": v for k, v in options.items() if k != "system"})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,50 @@
+"""RapidGNN Figure 5: remote feature fetches per epoch versus steady-cache size.
+
+From the runs table: every ``rapidgnn`` run (any variant), remote rows per epoch fetched
+by the steps (cache misses) and including the cache fills, against ``n_hot``; one line
+per dataset / partitioning / batch size / network. ``default`` runs of the same cell are
+drawn as a horizontal reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+CELL = ["dataset", "partitioning", "batch_size", "network"]
+
+
+def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    rapid = runs[runs["base_system"] == "rapidgnn"].copy()
+    if rapid.empty:
+        raise ValueError("no rapidgnn runs in the runs table: add rapidgnn (variants with "
+                         "different n_hot) to the experiments")
+    rapid["n_hot"] = rapid["option_n_hot"].fillna(0).astype(int)
+    data = rapid[[*CELL, "system", "n_hot", "step_remote_rows_per_epoch",
+                  "remote_rows_per_epoch", "remote_rpcs_per_epoch"]].sort_values([*CELL, "n_hot"])
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for cell, group in data.groupby(CELL):
+        label = "/".join(map(str, cell))
+        ax.plot(group["n_hot"], group["step_remote_rows_per_epoch"], marker="o",
+                label=f"{label} (misses)")
+        ax.plot(group["n_hot"], group["remote_rows_per_epoch"], marker="x", linestyle="--",
+                label=f"{label} (+ cache fills)")
+        base = runs[(runs["base_system"] == "default") &
+                    (runs[CELL] == pd.Series(cell, index=CELL)).all(axis=1)]
+        if not base.empty:
+            ax.axhline(base["remote_rows_per_epoch"].iloc[0], color="grey", linestyle=":",
+                       label=f"{label} default")
+    ax.set_xlabel("steady cache size n_hot (rows)")
+    ax.set_ylabel("remote rows fetched per epoch")
+    ax.set_title("Remote feature fetches vs cache size")
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+    return data
