@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from commgnn.data.store import DatasetError, GraphDataset, symmetrize_csr, validate_arrays
+from commgnn.data.store import DatasetError, GraphDataset, load_npz, symmetrize_csr, validate_arrays
 
 SPLIT_FILES = {"train": "train.csv.gz", "valid": "valid.csv.gz", "test": "test.csv.gz"}
 _READ_ERRORS = (OSError, EOFError, ValueError, zlib.error, UnicodeDecodeError,
@@ -140,23 +140,6 @@ def _read_csv(path: Path, dtype=None) -> np.ndarray:
     return frame.to_numpy()
 
 
-def _read_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise DatasetError(f"{path}: missing")
-    try:
-        # Open the file ourselves: np.load leaks its handle when the zip is damaged.
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as npz:
-            missing = [k for k in keys if k not in npz.files]
-            if missing:
-                raise DatasetError(f"{path}: lacks arrays {missing}")
-            return {k: npz[k] for k in npz.files}
-    except DatasetError:
-        raise
-    except (*_READ_ERRORS, zipfile.BadZipFile) as exc:
-        raise DatasetError(f"{path}: truncated or corrupt ({type(exc).__name__}: {exc})") \
-            from exc
-
-
 def _single_count(values: np.ndarray, path: Path) -> int:
     values = np.asarray(values).reshape(-1)
     if values.shape[0] != 1:
@@ -183,14 +166,14 @@ def _read_raw_csv(raw: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
 
 def _read_raw_binary(raw: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     data_path = raw / "data.npz"
-    data = _read_npz(data_path, ("edge_index", "num_nodes_list", "num_edges_list", "node_feat"))
+    data = load_npz(data_path, ("edge_index", "num_nodes_list", "num_edges_list", "node_feat"))
     num_nodes = _single_count(data["num_nodes_list"], data_path)
     num_edges = _single_count(data["num_edges_list"], data_path)
     edge_index = data["edge_index"]
     if edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.shape[1] != num_edges:
         raise DatasetError(f"{data_path}: edge_index shape {edge_index.shape}, expected "
                            f"(2, {num_edges})")
-    labels = _read_npz(raw / "node-label.npz", ("node_label",))["node_label"]
+    labels = load_npz(raw / "node-label.npz", ("node_label",))["node_label"]
     return edge_index, data["node_feat"], labels, num_nodes
 
 

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from commgnn.data.store import (
     DatasetError,
     GraphDataset,
+    load_npz,
     sha256_file,
     symmetrize_csr,
     validate_arrays,
@@ -126,26 +127,9 @@ def download_reddit(root: str | Path, url: str = DEFAULT_URL,
     return target
 
 
-def _load_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise DatasetError(f"{path}: missing")
-    try:
-        # Open the file ourselves: np.load leaks its handle when the zip is damaged.
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as npz:
-            missing = [k for k in keys if k not in npz.files]
-            if missing:
-                raise DatasetError(f"{path}: lacks arrays {missing}")
-            return {k: npz[k] for k in npz.files}
-    except DatasetError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise DatasetError(f"{path}: truncated or corrupt ({type(exc).__name__}: {exc})") \
-            from exc
-
-
 def _graph_edges(path: Path) -> tuple[int, np.ndarray, np.ndarray]:
     """``(num_nodes, src, dst)`` of a ``scipy.sparse.save_npz`` file, read without pickle."""
-    arrays = _load_npz(path, ("format", "shape"))
+    arrays = load_npz(path, ("format", "shape"))
     fmt = arrays["format"].item()
     fmt = fmt.decode("ascii") if isinstance(fmt, bytes) else str(fmt)
     shape = tuple(int(s) for s in arrays["shape"])
@@ -179,7 +163,7 @@ def convert_reddit(extracted_dir: str | Path) -> GraphDataset:
     extracted_dir = Path(extracted_dir)
     data_path = extracted_dir / DATA_FILE
     graph_path = extracted_dir / GRAPH_FILE
-    data = _load_npz(data_path, ("feature", "label", "node_types"))
+    data = load_npz(data_path, ("feature", "label", "node_types"))
     features = np.asarray(data["feature"], dtype=np.float32)
     labels = np.asarray(data["label"]).reshape(-1)
     node_types = np.asarray(data["node_types"]).reshape(-1)

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from commgnn.atomic import atomic_directory
 from commgnn.errors import InputError
 
 FORMAT_VERSION = 1
@@ -134,9 +134,7 @@ def write_dataset(ds: GraphDataset, out_dir: str | Path, source: dict | None = N
     """
     out_dir = Path(out_dir)
     validate_arrays(ds, where=str(out_dir))
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
+    with atomic_directory(out_dir) as tmp:
         arrays = {
             "indptr": _as_dtype(ds.indptr, np.int64),
             "indices": _as_dtype(ds.indices, np.int64),
@@ -164,13 +162,25 @@ def write_dataset(ds: GraphDataset, out_dir: str | Path, source: dict | None = N
             "files": files,
         }
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
+
+
+def load_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Every array of a raw ``.npz`` (no pickles), requiring ``keys``; errors name the file."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: missing")
+    try:
+        # Open the file ourselves: np.load leaks its handle when the zip is damaged.
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as npz:
+            missing = [k for k in keys if k not in npz.files]
+            if missing:
+                raise DatasetError(f"{path}: lacks arrays {missing}")
+            return {k: npz[k] for k in npz.files}
+    except DatasetError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise DatasetError(f"{path}: truncated or corrupt ({type(exc).__name__}: {exc})") \
+            from exc
 
 
 def read_meta(data_dir: str | Path) -> dict:

@@ -21,14 +21,12 @@ timing.json        wall-clock seconds of the partitioning run; the only file tha
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from commgnn.atomic import atomic_directory
 from commgnn.data.store import sha256_file
 from commgnn.partition.book import LOCAL_DTYPE, OWNER_DTYPE, PartitionBook
 from commgnn.partition.core import Partition, PartitionError, normalize_spec
@@ -64,9 +62,7 @@ def save_npz_deterministic(path: Path, arrays: dict[str, np.ndarray]) -> None:
 def write_partition(p: Partition, out_dir: str | Path) -> Path:
     """Write ``p`` atomically to ``out_dir`` (an existing directory there is replaced)."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
+    with atomic_directory(out_dir) as tmp:
         save_npz_deterministic(tmp / BOOK_FILE, {
             "owner": np.ascontiguousarray(p.book.owner, dtype=OWNER_DTYPE),
             "local_id": np.ascontiguousarray(p.book.local_id, dtype=LOCAL_DTYPE),
@@ -92,13 +88,6 @@ def write_partition(p: Partition, out_dir: str | Path) -> Path:
         }
         (tmp / META_FILE).write_text(_json_text(meta))
         (tmp / TIMING_FILE).write_text(_json_text(p.timing))
-        os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

@@ -30,9 +30,6 @@ byte-identical directories. Epochs are numbered from 0 like the training loop's.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from commgnn.atomic import atomic_directory
 from commgnn.data.store import META_FILE as DATASET_META
 from commgnn.data.store import load_dataset, sha256_file
 from commgnn.errors import InputError
@@ -119,10 +117,6 @@ def _sample_stream(sampler: NeighborSampler, seed_nodes: list[np.ndarray], base_
             future.cancel()
 
 
-def _sha256(path: Path) -> str:
-    return sha256_file(path, chunk_bytes=1 << 20)
-
-
 def _presample_epoch(tmp: Path, sampler: NeighborSampler, owner: np.ndarray,
                      counts: np.ndarray, train_nodes: np.ndarray, files: dict, *, steps: int,
                      batch_size: int, base_seed: int, worker: int, epoch: int,
@@ -152,7 +146,7 @@ def _presample_epoch(tmp: Path, sampler: NeighborSampler, owner: np.ndarray,
     counts[ids] = 0  # ready for the next epoch
     freq_path = tmp / frequency_file(worker, epoch)
     save_npz_deterministic(freq_path, {"ids": ids, "counts": freq})
-    files[frequency_file(worker, epoch)] = {"sha256": _sha256(freq_path),
+    files[frequency_file(worker, epoch)] = {"sha256": sha256_file(freq_path),
                                             "bytes": freq_path.stat().st_size}
     return {"batches": len(seed_nodes), "local_rows": local_rows, "remote_rows": remote_rows,
             "unique_remote": int(ids.shape[0]), "max_input_nodes": max_input,
@@ -203,48 +197,40 @@ def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str |
     sampler = NeighborSampler(ds.indptr, ds.indices, fanouts)
     counts = np.zeros(ds.num_nodes, dtype=np.int32)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     pool = ThreadPoolExecutor(threads, thread_name_prefix="presample") if threads > 1 else None
     try:
-        (tmp / FREQUENCY_DIR).mkdir()
-        per_worker: dict[str, dict[str, list]] = {}
-        files: dict[str, dict] = {}
-        for worker in workers:
-            train_nodes = worker_train_nodes(train_idx, owner, worker)
-            stats: dict[str, list] = {}
-            for epoch in range(epochs):
-                entry = _presample_epoch(tmp, sampler, owner, counts, train_nodes, files,
-                                         steps=steps, batch_size=batch_size,
-                                         base_seed=base_seed, worker=worker, epoch=epoch,
-                                         pool=pool, window=2 * threads)
-                entry["blocks"] = blocks_file(worker, epoch)
-                entry["frequency"] = frequency_file(worker, epoch)
-                for key, value in entry.items():
-                    stats.setdefault(key, []).append(value)
-            per_worker[str(worker)] = stats
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "block_format_version": blockio.FORMAT_VERSION,
-            "params": {"fanouts": fanouts, "batch_size": batch_size, "base_seed": base_seed,
-                       "epochs": epochs, "workers": workers},
-            "num_workers": num_workers,
-            "steps_per_epoch": steps,
-            "dataset": {"name": ds.name, "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
-                        "meta_sha256": _sha256(dataset_dir / DATASET_META)},
-            "partition": {"spec": part.spec,
-                          "meta_sha256": _sha256(partition_dir / PARTITION_META)},
-            "workers": per_worker,
-            "files": files,
-        }
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with atomic_directory(out_dir) as tmp:
+            (tmp / FREQUENCY_DIR).mkdir()
+            per_worker: dict[str, dict[str, list]] = {}
+            files: dict[str, dict] = {}
+            for worker in workers:
+                train_nodes = worker_train_nodes(train_idx, owner, worker)
+                stats: dict[str, list] = {}
+                for epoch in range(epochs):
+                    entry = _presample_epoch(tmp, sampler, owner, counts, train_nodes, files,
+                                             steps=steps, batch_size=batch_size,
+                                             base_seed=base_seed, worker=worker, epoch=epoch,
+                                             pool=pool, window=2 * threads)
+                    entry["blocks"] = blocks_file(worker, epoch)
+                    entry["frequency"] = frequency_file(worker, epoch)
+                    for key, value in entry.items():
+                        stats.setdefault(key, []).append(value)
+                per_worker[str(worker)] = stats
+            meta = {
+                "format_version": FORMAT_VERSION,
+                "block_format_version": blockio.FORMAT_VERSION,
+                "params": {"fanouts": fanouts, "batch_size": batch_size, "base_seed": base_seed,
+                           "epochs": epochs, "workers": workers},
+                "num_workers": num_workers,
+                "steps_per_epoch": steps,
+                "dataset": {"name": ds.name, "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
+                            "meta_sha256": sha256_file(dataset_dir / DATASET_META)},
+                "partition": {"spec": part.spec,
+                              "meta_sha256": sha256_file(partition_dir / PARTITION_META)},
+                "workers": per_worker,
+                "files": files,
+            }
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -345,6 +331,6 @@ def verify(out_dir: str | Path) -> dict:
                 raise BlockFileError(f"{path}: {count} batches, meta.json says "
                                      f"{entry.get('batches')}")
             batches += count
-        if _sha256(path) != entry["sha256"]:
+        if sha256_file(path) != entry["sha256"]:
             raise error(f"{path}: checksum mismatch (file is corrupt or was modified)")
     return {"files": len(meta["files"]), "batches": batches}
