@@ -1,6 +1,6 @@
 """Timing of NeighborSampler on a synthetic ~2M-node, avg-degree-50 graph (not a test).
 
-Usage: ``.venv/bin/python tests/sampling/bench_neighbor_sampler.py [poisson|pareto]``.
+Usage: ``.venv/bin/python benchmarks/neighbor_sampler.py [poisson|pareto]``.
 Needs ~1 GB of memory for the graph. Reports wall and thread-CPU time per 1024-seed batch
 with fan-outs [5, 10, 15] after JIT warm-up, sequential and ``parallel=True``.
 """
