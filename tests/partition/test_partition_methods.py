@@ -150,3 +150,13 @@ def test_metis_accepts_unsorted_neighbour_lists():
     a = metis_assign(ds.indptr, indices, 2, seed=0)
     b = metis_assign(ds.indptr, ds.indices, 2, seed=0)
     assert np.array_equal(a, b)
+
+
+def test_metis_cuts_far_fewer_edges_than_random_on_the_synthetic_graph():
+    from commgnn.data.synthetic import generate_synthetic
+    from commgnn.partition import partition_graph
+
+    ds = generate_synthetic({"preset": "tiny", "nodes": 3000, "seed": 0})
+    metis = partition_graph(ds, {"method": "metis", "parts": 4})
+    rand = partition_graph(ds, {"method": "random", "parts": 4})
+    assert metis.stats["edge_cut_fraction"] < 0.6 * rand.stats["edge_cut_fraction"]
