@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from commgnn.data.store import load_dataset
 from commgnn.dist.feature_store import FeatureStore, worker_name
-from commgnn.dist.launcher import DistEnv, launch
+from commgnn.dist.launcher import DistEnv, external_env, launch
 from commgnn.dist.netem import ALLREDUCE, allreduce_hook, network_from_spec
 from commgnn.energy import select_meter
 from commgnn.models.gnn import build_model
@@ -60,8 +60,9 @@ class RunPaths:
         return out.with_name(out.name + ".partial")
 
 
-def run(spec: RunSpec, paths: RunPaths) -> dict:
-    """Run ``spec`` on ``spec.workers`` workers; return the summary (raises WorkerFailed)."""
+def prepare_staging(spec: RunSpec, paths: RunPaths) -> Path:
+    """Create the run's staging directory: fresh, or (when resuming) holding the records of
+    an interrupted or finished run with the same configuration."""
     out, staging = Path(paths.out), paths.staging
     resume = spec.get("resume") and spec.get("checkpoint")
     if not resume:
@@ -73,14 +74,26 @@ def run(spec: RunSpec, paths: RunPaths) -> dict:
             shutil.rmtree(staging)
         os.replace(out, staging)
     staging.mkdir(parents=True, exist_ok=True)
+    return staging
 
-    def record_pids(pids: list[int]) -> None:
-        write_json_atomic(staging / "workers.json",
-                          {"launcher_pid": os.getpid(), "worker_pids": pids})
+
+def run(spec: RunSpec, paths: RunPaths) -> dict:
+    """Run ``spec`` on ``spec.workers`` workers; return the summary (raises WorkerFailed).
+
+    Spawned locally, this process prepares the staging directory and records the worker
+    pids; under torchrun/srun every task calls this and rank 0 prepares it instead.
+    """
+    on_start = None
+    if external_env() is None:
+        staging = prepare_staging(spec, paths)
+
+        def on_start(pids: list[int]) -> None:
+            write_json_atomic(staging / "workers.json",
+                              {"launcher_pid": os.getpid(), "worker_pids": pids})
 
     launch(worker_main, (spec.to_json(), paths), spec.workers,
-           master_addr=spec.get("master_addr"), on_start=record_pids)
-    return json.loads((out / "summary.json").read_text())
+           master_addr=spec.get("master_addr"), on_start=on_start)
+    return json.loads((Path(paths.out) / "summary.json").read_text())
 
 
 def _device(choice: str, local_rank: int) -> torch.device:
@@ -97,8 +110,14 @@ def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", spec.get("interface"))
         os.environ.setdefault("TP_SOCKET_IFNAME", spec.get("interface"))
     backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, init_method=f"tcp://{env.master_addr}:{env.master_port}",
-                            rank=env.rank, world_size=env.world_size,
+    if env.launcher == "local":
+        init_method = f"tcp://{env.master_addr}:{env.master_port}"
+    else:  # torchrun's agent already serves a store on MASTER_PORT: join it via env://
+        os.environ["MASTER_ADDR"] = env.master_addr
+        os.environ["MASTER_PORT"] = str(env.master_port)
+        init_method = "env://"
+    dist.init_process_group(backend, init_method=init_method, rank=env.rank,
+                            world_size=env.world_size,
                             timeout=timedelta(seconds=spec.get("collective_timeout_s")))
     options = rpc.TensorPipeRpcBackendOptions(
         init_method=f"tcp://{env.master_addr}:{env.rpc_port}",
@@ -111,8 +130,15 @@ def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
     if device.type == "cuda":
         for peer in range(env.world_size):
             options.set_device_map(worker_name(peer), {device.index: device.index})
-    rpc.init_rpc(worker_name(env.rank), rank=env.rank, world_size=env.world_size,
-                 rpc_backend_options=options)
+    # RPC rendezvous gets its own store on rpc_port; under torchrun, stop it from joining
+    # the agent's store as a client instead (it would wait for a server that never comes).
+    agent_store = os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+    try:
+        rpc.init_rpc(worker_name(env.rank), rank=env.rank, world_size=env.world_size,
+                     rpc_backend_options=options)
+    finally:
+        if agent_store is not None:
+            os.environ["TORCHELASTIC_USE_AGENT_STORE"] = agent_store
 
 
 def _peak_mem_bytes(device: torch.device) -> int:
@@ -138,6 +164,10 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
                                  env.world_size, num_epochs=spec.get("epochs"))
     _init_groups(env, spec, device)
+    if env.launcher != "local":
+        if env.rank == 0:
+            prepare_staging(spec, paths)
+        dist.barrier()
     try:
         _train(env, spec, paths, device, dataset, partition, system_cls, emulator)
     except BaseException:
@@ -153,7 +183,7 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
     local_rows = np.ascontiguousarray(dataset.features[book.nodes(rank)])
     store = FeatureStore(rank, book.owner, book.local_id, torch.from_numpy(local_rows),
                          emulator, spec.get("rpc_timeout_s"))
-    labels = torch.from_numpy(np.asarray(dataset.labels, dtype=np.int64)).to(device)
+    labels = torch.from_numpy(np.array(dataset.labels, dtype=np.int64)).to(device)
     ctx = WorkerContext(spec=spec, env=env, device=device, dataset=dataset,
                         partition=partition, emulator=emulator, store=store, labels=labels,
                         presample_dir=paths.presample)

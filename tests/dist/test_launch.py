@@ -1,0 +1,53 @@
+"""The same worker code path under torchrun as under the local spawner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from commgnn.dist.launcher import external_env
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_torchrun_matches_local_spawn(tiny_inputs, tmp_path, make_spec, run_on_tiny,
+                                      read_steps):
+    spec = make_spec(epochs=1)
+    local = run_on_tiny(tmp_path, tiny_inputs, spec, name="local")
+    out = tmp_path / "torchrun"
+    dataset, partition = tiny_inputs
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+         "2", "-m", "commgnn", "train", "--spec", spec.to_json(), "--dataset", str(dataset),
+         "--partition", str(partition), "--out", str(out), "--checkpoints",
+         str(tmp_path / "torchrun-ckpt")],
+        capture_output=True, text=True, check=False, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["launcher"] == "torchrun"
+    keys = ("epoch", "step", "remote_rows", "remote_rpcs", "local_rows", "loss")
+    for worker in range(2):
+        assert [[r[k] for k in keys] for r in read_steps(out, worker)] == \
+            [[r[k] for k in keys] for r in read_steps(local, worker)]
+
+
+def test_srun_environment_is_recognised(monkeypatch):
+    for key in ("TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("SLURM_NTASKS", "4")
+    monkeypatch.setenv("SLURM_LOCALID", "1")
+    monkeypatch.setenv("MASTER_ADDR", "node17")
+    monkeypatch.setenv("MASTER_PORT", "29600")
+    env = external_env()
+    assert (env.rank, env.world_size, env.local_rank, env.launcher) == (3, 4, 1, "slurm")
+    assert (env.master_addr, env.master_port, env.rpc_port) == ("node17", 29600, 29601)
+
+
+def test_no_launcher_environment_means_local(monkeypatch):
+    for key in ("TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(key, raising=False)
+    assert external_env() is None
