@@ -136,3 +136,15 @@ def test_presample_mismatch_is_refused(tiny_inputs, tmp_path, run_on_tiny, make_
     spec = make_spec(system="rapidgnn", epochs=EPOCHS, fanouts=[4, 4])
     with pytest.raises(WorkerFailed, match="presampled with fanouts"):
         run_on_tiny(tmp_path, tiny_inputs, spec, presample=presampled)
+
+
+def test_cache_fills_pull_only_nodes_new_to_the_hot_set(rapid_run, presampled):
+    """Epoch 0 fills C_s and C_sec(1); later epochs pull only C_sec's new nodes."""
+    epochs = [json.loads(line) for line in (rapid_run / "epochs.jsonl").read_text()
+              .splitlines()]
+    for worker in range(2):
+        hot = [set(hot_nodes(*frequencies(presampled, worker, e), N_HOT).tolist())
+               for e in range(EPOCHS)]
+        expected = [len(hot[0]) + len(hot[1] - hot[0]), len(hot[2] - hot[1]), 0]
+        assert [e["workers"][worker]["extra_remote_rows"] for e in epochs] == expected
+        assert len(hot[1] - hot[0]) < N_HOT  # the hot set carries over between epochs

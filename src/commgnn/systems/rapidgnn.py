@@ -7,6 +7,8 @@
   epoch (ties broken by node id), filled with one bulk pull per owner (VectorPull). The
   secondary cache ``C_sec`` for epoch ``e+1`` is built on a background thread during epoch
   ``e`` and swapped in at the boundary; epoch ``e+1``'s batches never see ``C_sec`` before.
+  ``C_sec`` copies the rows it shares with ``C_s`` and pulls only the nodes new to the hot
+  set (its traffic is counted in epoch ``e``).
 - Prefetcher: a thread keeps up to ``Q = prefetch_depth`` upcoming batches staged, serving
   remote rows from ``C_s`` and pulling the misses (SyncPull, one request per owner) off the
   critical path. A step the prefetcher has not started when the trainer reaches it is a
@@ -107,24 +109,40 @@ class RapidGNNSystem(System):
         self.max_staged_bytes = 0
 
     # -- caches ------------------------------------------------------------------------
-    def _build_cache(self, epoch: int) -> SteadyCache:
-        """VectorPull: one bulk request per owner for the epoch's top-``n_hot`` nodes."""
+    def _build_cache(self, epoch: int, previous: SteadyCache | None = None) -> SteadyCache:
+        """VectorPull: one bulk request per owner for the epoch's top-``n_hot`` nodes.
+
+        Rows already in ``previous`` (the cache being replaced) are copied from it, so only
+        nodes new to the hot set cross the network.
+        """
         ctx = self.ctx
         ids, counts = frequencies(ctx.presample_dir, ctx.rank, epoch)
         hot = torch.from_numpy(hot_nodes(ids, counts, self.n_hot))
-        owners = ctx.store.owner[hot]
-        by_owner = {int(o): hot[owners == o] for o in torch.unique(owners).tolist()}
+        rows = torch.empty((hot.numel(), self.feature_dim), dtype=ctx.store.local_features.dtype,
+                           device=ctx.device)
+        missing = torch.ones(hot.numel(), dtype=torch.bool)
+        if previous is not None:
+            old_slot = previous.slot[hot]
+            missing = old_slot < 0
+            kept = torch.nonzero(~missing).flatten()
+            rows[kept] = previous.rows[old_slot[kept].to(previous.rows.device)]
+        pull_pos = torch.nonzero(missing).flatten()
+        owners = ctx.store.owner[hot[pull_pos]]
+        by_owner, positions = {}, {}
+        for owner in torch.unique(owners).tolist():
+            select = owners == owner
+            by_owner[owner] = hot[pull_pos[select]]
+            positions[owner] = pull_pos[select]
         rows_by_owner, fill = ctx.store.pull(by_owner)
-        rows = torch.empty((hot.numel(), self.feature_dim), dtype=ctx.store.local_features.dtype)
         for owner, block in rows_by_owner.items():
-            rows[owners == owner] = block
+            rows[positions[owner]] = block.to(ctx.device)
         slot = torch.full((self.num_nodes,), -1, dtype=torch.int64)
         slot[hot] = torch.arange(hot.numel(), dtype=torch.int64)
-        return SteadyCache(epoch=epoch, ids=hot, rows=rows.to(ctx.device), slot=slot, fill=fill)
+        return SteadyCache(epoch=epoch, ids=hot, rows=rows, slot=slot, fill=fill)
 
-    def _build_next(self, epoch: int) -> None:
+    def _build_next(self, epoch: int, previous: SteadyCache) -> None:
         try:
-            self._next_cache = self._build_cache(epoch)
+            self._next_cache = self._build_cache(epoch, previous)
         except BaseException as exc:  # surfaced on the training thread at the swap
             self._next_error = exc
 
@@ -140,7 +158,8 @@ class RapidGNNSystem(System):
             self.cache = self._build_cache(epoch)
             fill.add(self.cache.fill)
         if epoch + 1 < self.ctx.spec.get("epochs"):
-            self._next_thread = threading.Thread(target=self._build_next, args=(epoch + 1,),
+            self._next_thread = threading.Thread(target=self._build_next,
+                                                 args=(epoch + 1, self.cache),
                                                  name="rapidgnn-csec", daemon=True)
             self._next_thread.start()
         self._epoch_stats = {"fill": fill, "fallbacks": 0}
