@@ -226,8 +226,8 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         energy0 = meter.read_joules()
         sync0 = emulator.totals(ALLREDUCE).charged_s
         record = _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator)
+        record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
         record["time_s"] = time.perf_counter() - record.pop("_start")
-        record.update(system.end_epoch(epoch))
         record["energy_j"] = meter.read_joules() - energy0
         record["sync_emulated_s"] = emulator.totals(ALLREDUCE).charged_s - sync0
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
