@@ -24,7 +24,7 @@ def default_run(tmp_path_factory, tiny_inputs, run_on_tiny, make_spec) -> Path:
     return run_on_tiny(tmp_path_factory.mktemp("default"), tiny_inputs, make_spec())
 
 
-def test_summary_has_the_common_keys(default_run):
+def test_summary_has_the_common_keys(default_run, read_steps):
     summary = json.loads((default_run / "summary.json").read_text())
     for key in ("system", "dataset", "partitioning", "model", "batch_size", "network", "seed",
                 "workers", "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch",
@@ -35,6 +35,10 @@ def test_summary_has_the_common_keys(default_run):
     assert summary["energy_meter"]
     assert 0.0 <= summary["test_acc"] <= 1.0
     assert not default_run.with_name(default_run.name + ".partial").exists()
+    steps = read_steps(default_run, 0)
+    assert {r["energy_meter"] for r in steps} == {summary["energy_meter"]}
+    assert all(r["energy_j"] > 0 for r in steps)
+    assert sum(r["energy_j"] for r in steps) < summary["energy_j"]  # steps are part of it
 
 
 def test_remote_rows_match_independent_count(default_run, tiny_inputs, make_spec, read_steps):

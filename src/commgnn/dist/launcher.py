@@ -111,11 +111,14 @@ def _describe(exc: Exception) -> str:
 
 
 def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str = "127.0.0.1",
+           master_port: int = 0,
            on_start: Callable[[list[int]], None] | None = None) -> None:
     """Run ``worker_fn(env, *args)`` on ``world_size`` workers and wait for all of them.
 
     Under torchrun/srun this process *is* one worker. Otherwise ``world_size`` processes
-    are spawned here; ``on_start`` receives their pids. Raises :class:`WorkerFailed`.
+    are spawned here, rendezvousing on ``master_port`` (c10d) and ``master_port + 1``
+    (RPC), or on two free ports when it is 0; ``on_start`` receives their pids. Raises
+    :class:`WorkerFailed`.
     """
     env = external_env()
     if env is not None:
@@ -124,7 +127,7 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
                                f"{world_size} (one per partition)")
         worker_fn(env, *args)
         return
-    ports = free_ports(master_addr, 2)
+    ports = [master_port, master_port + 1] if master_port else free_ports(master_addr, 2)
     context = mp.start_processes(_local_entry,
                                  args=(worker_fn, args, world_size, master_addr, ports),
                                  nprocs=world_size, join=False, start_method="spawn")

@@ -92,7 +92,8 @@ def run(spec: RunSpec, paths: RunPaths) -> dict:
                               {"launcher_pid": os.getpid(), "worker_pids": pids})
 
     launch(worker_main, (spec.to_json(), paths), spec.workers,
-           master_addr=spec.get("master_addr"), on_start=on_start)
+           master_addr=spec.get("master_addr"), master_port=spec.get("master_port"),
+           on_start=on_start)
     return json.loads((Path(paths.out) / "summary.json").read_text())
 
 
@@ -225,7 +226,7 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         dist.barrier()
         energy0 = meter.read_joules()
         sync0 = emulator.totals(ALLREDUCE).charged_s
-        record = _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator)
+        record = _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator, meter)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
         record["time_s"] = time.perf_counter() - record.pop("_start")
         record["energy_j"] = meter.read_joules() - energy0
@@ -277,7 +278,7 @@ def _recorded(staging: Path, epochs: int) -> bool:
     return set(range(epochs)) <= seen
 
 
-def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator) -> dict:
+def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator, meter) -> dict:
     totals = {"epoch": epoch, "worker": rank, "steps": 0, "sample_s": 0.0,
               "fetch_wait_s": 0.0, "compute_s": 0.0, "remote_rpcs": 0, "remote_rows": 0,
               "remote_bytes": 0, "cache_hits": 0, "cache_misses": 0, "local_rows": 0,
@@ -286,6 +287,7 @@ def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator) -> dict
     batches = iter(system.batches(epoch))
     while True:
         t0 = time.perf_counter()
+        energy0 = meter.read_joules()
         prepared = next(batches, None)
         if prepared is None:
             break
@@ -308,6 +310,7 @@ def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator) -> dict
             remote_bytes=counts.remote_bytes, cache_hits=prepared.cache_hits,
             cache_misses=prepared.cache_misses, local_rows=counts.local_rows,
             loss=float(loss.detach()), acc=correct / max(1, n), batch_size=n,
+            energy_j=meter.read_joules() - energy0, energy_meter=meter.name,
             extra=prepared.extra)
         steps_out.write(step.to_json())
         totals["steps"] += 1

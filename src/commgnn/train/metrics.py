@@ -16,7 +16,7 @@ from typing import Any
 STEP_FIELDS = (
     "epoch", "step", "worker", "sample_s", "fetch_wait_s", "compute_s", "sync_s", "step_s",
     "remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses", "local_rows",
-    "loss", "acc", "batch_size",
+    "loss", "acc", "batch_size", "energy_j", "energy_meter",
 )
 
 
@@ -39,6 +39,8 @@ class StepRecord:
     loss: float
     acc: float
     batch_size: int
+    energy_j: float
+    energy_meter: str
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:

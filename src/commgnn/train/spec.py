@@ -25,6 +25,7 @@ TRAINING_DEFAULTS: dict = {
     "device": "auto",
     "transport": "auto",
     "master_addr": "127.0.0.1",
+    "master_port": 0,
     "interface": None,
     "rpc_timeout_s": 60.0,
     "collective_timeout_s": 60.0,
