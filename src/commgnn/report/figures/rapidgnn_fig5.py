@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
 CELL = ["dataset", "partitioning", "batch_size", "network"]
 
@@ -40,6 +41,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         if not base.empty:
             ax.axhline(base["remote_rows_per_epoch"].iloc[0], color="grey", linestyle=":",
                        label=f"{label} default")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1e3:g}k" if x else "0"))
     ax.set_xlabel("steady cache size n_hot (rows)")
     ax.set_ylabel("remote rows fetched per epoch")
     ax.set_title("Remote feature fetches vs cache size")
