@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -35,6 +36,9 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     assert summary["energy_meter"]
     assert 0.0 <= summary["test_acc"] <= 1.0
     assert not default_run.with_name(default_run.name + ".partial").exists()
+    table = pd.read_csv(default_run / "steps.csv")
+    assert len(table) == len(read_steps(default_run, 0)) + len(read_steps(default_run, 1))
+    assert set(pd.read_csv(default_run / "epochs.csv")["worker"]) == {0, 1}
     steps = read_steps(default_run, 0)
     assert {r["energy_meter"] for r in steps} == {summary["energy_meter"]}
     assert all(r["energy_j"] > 0 for r in steps)
@@ -99,3 +103,14 @@ def test_resume_reproduces_uninterrupted_run(tiny_inputs, tmp_path, run_on_tiny,
     b = torch.load(tmp_path / "resumed-ckpt" / "last.pt", weights_only=True)["model"]
     for key in a:
         assert torch.equal(a[key], b[key]), key
+
+
+def test_tcp_transport_gives_the_same_run(default_run, tiny_inputs, tmp_path, run_on_tiny,
+                                          make_spec, read_steps):
+    """TensorPipe forced onto TCP sockets (for shaped real traffic) changes nothing else."""
+    tcp = run_on_tiny(tmp_path, tiny_inputs, make_spec(epochs=1, transport="tcp"))
+    keys = ("remote_rows", "remote_rpcs", "local_rows", "loss")
+    for worker in range(2):
+        first_epoch = [r for r in read_steps(default_run, worker) if r["epoch"] == 0]
+        assert [[r[k] for k in keys] for r in read_steps(tcp, worker)] == \
+            [[r[k] for k in keys] for r in first_epoch]

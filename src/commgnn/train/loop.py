@@ -41,7 +41,7 @@ from commgnn.train.context import WorkerContext
 from commgnn.train.evaluate import evaluate
 from commgnn.train.metrics import JsonlWriter, StepRecord, write_json_atomic
 from commgnn.train.spec import RunSpec
-from commgnn.train.summary import epoch_summary, run_summary
+from commgnn.train.summary import epoch_summary, run_summary, write_tidy_tables
 
 log = logging.getLogger("commgnn.train")
 
@@ -250,6 +250,7 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         records = [json.loads(line) for line in (staging / "epochs.jsonl").read_text()
                    .splitlines() if line]
         summary = run_summary(spec, records, meter.name, device, env.launcher)
+        write_tidy_tables(staging, world)
         write_json_atomic(staging / "summary.json", summary)
         out = Path(paths.out)
         if out.exists():

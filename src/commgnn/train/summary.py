@@ -6,9 +6,12 @@ max over workers; communication counts and energy are sums over workers.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from statistics import mean
 
+import pandas as pd
 import torch
 
 from commgnn.train.spec import RunSpec
@@ -93,3 +96,18 @@ def run_summary(spec: RunSpec, epochs: list[dict], meter: str, device: torch.dev
         "training": spec.training,
         "system_options": spec.system_options,
     }
+
+
+def write_tidy_tables(run_dir: Path, workers: int) -> None:
+    """``steps.csv`` (one row per worker and step) and ``epochs.csv`` (one row per worker
+    and epoch) beside the JSONL records, for pandas."""
+    steps = pd.concat([pd.read_json(run_dir / f"steps_w{w}.jsonl", lines=True)
+                       for w in range(workers)], ignore_index=True)
+    steps.sort_values(["epoch", "step", "worker"]).to_csv(run_dir / "steps.csv", index=False)
+    rows = []
+    for line in (run_dir / "epochs.jsonl").read_text().splitlines():
+        epoch = json.loads(line)
+        for worker in epoch["workers"]:
+            rows.append({**worker, **{f"run_{k}": v for k, v in epoch.items()
+                                      if k in ("val_acc", "test_acc", "time_s")}})
+    pd.DataFrame(rows).to_csv(run_dir / "epochs.csv", index=False)
