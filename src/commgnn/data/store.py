@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commgnn.atomic import atomic_directory
 from commgnn.errors import InputError
+from commgnn.files import atomic_directory, read_json_object
 
 FORMAT_VERSION = 1
 ARRAY_FILES = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
@@ -186,12 +186,7 @@ def load_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
 def read_meta(data_dir: str | Path) -> dict:
     """Read and sanity-check ``meta.json`` of a dataset directory."""
     meta_path = Path(data_dir) / META_FILE
-    if not meta_path.is_file():
-        raise DatasetError(f"{meta_path}: missing (not a commgnn dataset directory?)")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{meta_path}: corrupt JSON ({exc})") from exc
+    meta = read_json_object(meta_path, DatasetError, " (not a commgnn dataset directory?)")
     if meta.get("format_version") != FORMAT_VERSION:
         raise DatasetError(f"{meta_path}: format_version {meta.get('format_version')!r}, "
                            f"expected {FORMAT_VERSION}")

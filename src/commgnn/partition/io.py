@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commgnn.atomic import atomic_directory
 from commgnn.data.store import sha256_file
+from commgnn.files import atomic_directory, read_json_object
 from commgnn.partition.book import LOCAL_DTYPE, OWNER_DTYPE, PartitionBook
 from commgnn.partition.core import Partition, PartitionError, normalize_spec
 
@@ -92,15 +92,7 @@ def write_partition(p: Partition, out_dir: str | Path) -> Path:
 
 
 def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        raise PartitionError(f"{path}: missing")
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PartitionError(f"{path}: corrupt JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise PartitionError(f"{path}: expected a JSON object")
-    return data
+    return read_json_object(path, PartitionError)
 
 
 def read_partition_meta(part_dir: str | Path) -> dict:

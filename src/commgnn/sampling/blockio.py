@@ -477,12 +477,12 @@ class BlockReader:
 
 def iter_batches(path: str | Path) -> Iterator[PresampledBatch]:
     """Lazily yield the batches of a block file in order (opening errors raise at once)."""
-    reader = BlockReader(path)
+    return iterate_and_close(BlockReader(path))
 
-    def generate() -> Iterator[PresampledBatch]:
-        try:
-            yield from reader
-        finally:
-            reader.close()
 
-    return generate()
+def iterate_and_close(reader: BlockReader) -> Iterator[PresampledBatch]:
+    """Yield every batch of an open reader in order, closing it when done or abandoned."""
+    try:
+        yield from reader
+    finally:
+        reader.close()

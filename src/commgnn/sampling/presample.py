@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from commgnn.atomic import atomic_directory
 from commgnn.data.store import META_FILE as DATASET_META
 from commgnn.data.store import load_dataset, sha256_file
 from commgnn.errors import InputError
+from commgnn.files import atomic_directory, read_json_object
 from commgnn.partition import load_partition
 from commgnn.partition.io import META_FILE as PARTITION_META
 from commgnn.partition.io import save_npz_deterministic
@@ -240,13 +240,8 @@ def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str |
 def read_presample_meta(out_dir: str | Path) -> dict:
     """``meta.json`` of a presample directory (checked for format and required keys)."""
     path = Path(out_dir) / META_FILE
-    if not path.is_file():
-        raise PresampleError(f"{path}: missing (not a presample directory?)")
-    try:
-        meta = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PresampleError(f"{path}: corrupt JSON ({exc})") from exc
-    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+    meta = read_json_object(path, PresampleError, " (not a presample directory?)")
+    if meta.get("format_version") != FORMAT_VERSION:
         raise PresampleError(f"{path}: format_version "
                              f"{meta.get('format_version') if isinstance(meta, dict) else None!r}"
                              f", expected {FORMAT_VERSION}")
@@ -281,15 +276,7 @@ def open_presampled(out_dir: str | Path, worker: int, epoch: int) -> BlockReader
 def load_presampled(out_dir: str | Path, worker: int, epoch: int
                     ) -> Iterator[PresampledBatch]:
     """Lazily yield ``(worker, epoch)``'s presampled batches in step order."""
-    reader = open_presampled(out_dir, worker, epoch)
-
-    def generate() -> Iterator[PresampledBatch]:
-        try:
-            yield from reader
-        finally:
-            reader.close()
-
-    return generate()
+    return blockio.iterate_and_close(open_presampled(out_dir, worker, epoch))
 
 
 def frequencies(out_dir: str | Path, worker: int, epoch: int) -> tuple[np.ndarray, np.ndarray]:

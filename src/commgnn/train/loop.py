@@ -32,6 +32,7 @@ from commgnn.dist.feature_store import FeatureStore, worker_name
 from commgnn.dist.launcher import DistEnv, external_env, launch
 from commgnn.dist.netem import ALLREDUCE, allreduce_hook, network_from_spec
 from commgnn.energy import select_meter
+from commgnn.files import write_json_atomic
 from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
@@ -39,7 +40,7 @@ from commgnn.systems.base import get_system
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.context import WorkerContext
 from commgnn.train.evaluate import evaluate
-from commgnn.train.metrics import JsonlWriter, StepRecord, write_json_atomic
+from commgnn.train.metrics import JsonlWriter, StepRecord
 from commgnn.train.spec import RunSpec
 from commgnn.train.summary import epoch_summary, run_summary, write_tidy_tables
 

@@ -8,7 +8,6 @@ charged by the network emulator but not counted here.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,9 +68,3 @@ class JsonlWriter:
 
     def close(self) -> None:
         self._handle.close()
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
