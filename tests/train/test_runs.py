@@ -39,6 +39,11 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     table = pd.read_csv(default_run / "steps.csv")
     assert len(table) == len(read_steps(default_run, 0)) + len(read_steps(default_run, 1))
     assert set(pd.read_csv(default_run / "epochs.csv")["worker"]) == {0, 1}
+    epochs = [json.loads(line) for line in (default_run / "epochs.jsonl").read_text()
+              .splitlines()]
+    for worker, record in enumerate(epochs[-1]["workers"]):  # recent RTTs to the other owner
+        assert set(record["recent_rtt_s"]) == {str(1 - worker)}
+        assert record["recent_rtt_s"][str(1 - worker)] > 0
     steps = read_steps(default_run, 0)
     assert {r["energy_meter"] for r in steps} == {summary["energy_meter"]}
     assert all(r["energy_j"] > 0 for r in steps)

@@ -1,5 +1,6 @@
 # Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
+from commgnn.data.sources import needs_network
 from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
 import shlex
 import sys
@@ -21,7 +22,6 @@ def _commgnn_command():
 
 
 COMMGNN = _commgnn_command()
-NETWORK_SOURCES = ("ogb", "reddit")
 
 
 def spec_arg(section, name):
@@ -31,7 +31,7 @@ def spec_arg(section, name):
 
 def downloads(dataset):
     """Download directories a dataset's conversion needs (none for generated sources)."""
-    if config["datasets"][dataset]["source"] in NETWORK_SOURCES:
+    if needs_network(config["datasets"][dataset]):
         return [f"{RESULTS}/raw/{dataset}"]
     return []
 

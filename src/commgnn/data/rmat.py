@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from commgnn.data.store import GraphDataset, symmetrize_csr
-from commgnn.data.synthetic import fill_features, random_split
+from commgnn.data.synthetic import fill_features, random_split, seeded_rng
 
 DEFAULTS: dict = {
     "edge_factor": 16,
@@ -43,10 +43,6 @@ MAX_SCALE = 31
 _STREAM_EDGES, _STREAM_PERM, _STREAM_FEATURES, _STREAM_LABELS, _STREAM_SPLIT = 11, 12, 13, 14, 15
 _KNOWN_KEYS = {"source", "scale", "edge_factor", "a", "b", "c", "feature_dim", "classes",
                "split", "seed"}
-
-
-def _rng(*words: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64([int(w) for w in words]))
 
 
 def resolve_rmat_spec(spec: dict) -> dict:
@@ -111,7 +107,7 @@ def rmat_edges(scale: int, num_edges: int, a: float, b: float, c: float,
     dst = np.zeros(num_edges, dtype=np.int64)
     for k, start in enumerate(range(0, num_edges, EDGE_CHUNK)):
         m = min(EDGE_CHUNK, num_edges - start)
-        rng = _rng(*seed_words, k)
+        rng = seeded_rng(*seed_words, k)
         s = src[start:start + m]
         t = dst[start:start + m]
         r = np.empty((2, m), dtype=np.float64)
@@ -137,7 +133,7 @@ def generate_rmat(spec: dict, name: str = "rmat") -> GraphDataset:
     n = 1 << scale
     m = int(p["edge_factor"]) * n
     src, dst = rmat_edges(scale, m, p["a"], p["b"], p["c"], (seed, _STREAM_EDGES))
-    perm = _rng(seed, _STREAM_PERM).permutation(n).astype(np.int64)
+    perm = seeded_rng(seed, _STREAM_PERM).permutation(n).astype(np.int64)
     src = perm[src]
     dst = perm[dst]
     del perm
@@ -147,8 +143,8 @@ def generate_rmat(spec: dict, name: str = "rmat") -> GraphDataset:
     classes = int(p["classes"])
     features = np.empty((n, int(p["feature_dim"])), dtype=np.float32)
     fill_features(features, (seed, _STREAM_FEATURES))
-    labels = _rng(seed, _STREAM_LABELS).integers(0, classes, size=n, dtype=np.int64)
-    train_idx, val_idx, test_idx = random_split(n, p["split"], _rng(seed, _STREAM_SPLIT))
+    labels = seeded_rng(seed, _STREAM_LABELS).integers(0, classes, size=n, dtype=np.int64)
+    train_idx, val_idx, test_idx = random_split(n, p["split"], seeded_rng(seed, _STREAM_SPLIT))
     return GraphDataset(name=name, indptr=indptr, indices=indices, features=features,
                         labels=labels, train_idx=train_idx, val_idx=val_idx, test_idx=test_idx,
                         num_classes=classes)

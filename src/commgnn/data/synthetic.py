@@ -137,7 +137,8 @@ _KNOWN_KEYS = {"source", "preset", "nodes", "avg_degree", "classes", "feature_di
                "degree_exponent", "feature_noise", "split", "seed"}
 
 
-def _rng(*words: int) -> np.random.Generator:
+def seeded_rng(*words: int) -> np.random.Generator:
+    """A PCG64 generator seeded by a tuple of integers (seed, stream id, ...)."""
     return np.random.Generator(np.random.PCG64([int(w) for w in words]))
 
 
@@ -227,7 +228,7 @@ def fill_features(out: np.ndarray, seed_words: tuple[int, ...], scale: float = 1
     for k, start in enumerate(range(0, n, FEATURE_CHUNK_ROWS)):
         stop = min(start + FEATURE_CHUNK_ROWS, n)
         block = out[start:stop]
-        _rng(*seed_words, k).standard_normal(out=block, dtype=np.float32)
+        seeded_rng(*seed_words, k).standard_normal(out=block, dtype=np.float32)
         if scale != 1.0:
             block *= np.float32(scale)
         if offsets is not None:
@@ -341,7 +342,7 @@ def _draw_pool_keys(sampler: _EndpointSampler, n: int, count: int, intra: bool,
     out = np.empty(count, dtype=np.int64)
     for k, start in enumerate(range(0, count, EDGE_CHUNK)):
         m = min(EDGE_CHUNK, count - start)
-        rng = _rng(*seed_words, k)
+        rng = seeded_rng(*seed_words, k)
         src = sampler.any(rng.random(m))
         cls = sampler.labels[src]
         r = rng.random(m)
@@ -389,7 +390,7 @@ def _fill_pool(sampler: _EndpointSampler, n: int, target: int, intra: bool,
         accept = max(new.shape[0] / draw, 1e-3)
         if new.shape[0] > need:  # drop a uniformly random excess
             excess = new.shape[0] - need
-            drop = _rng(*words, 1 << 30).choice(new.shape[0], size=excess, replace=False)
+            drop = seeded_rng(*words, 1 << 30).choice(new.shape[0], size=excess, replace=False)
             new = np.delete(new, drop)
         if new.shape[0] == 0:
             break
@@ -425,7 +426,7 @@ def generate_synthetic(spec: dict, name: str = "synthetic") -> GraphDataset:
         p["seed"])
     avg_degree = float(p["avg_degree"])
 
-    node_rng = _rng(seed, _STREAM_NODES)
+    node_rng = seeded_rng(seed, _STREAM_NODES)
     labels = node_rng.integers(0, classes, size=n, dtype=np.int64)
     theta = degree_propensities(n, avg_degree, float(p["degree_exponent"]), node_rng)
     class_means = (node_rng.standard_normal((classes, dim)) / math.sqrt(dim)).astype(np.float32)
@@ -441,7 +442,7 @@ def generate_synthetic(spec: dict, name: str = "synthetic") -> GraphDataset:
     fill_features(features, (seed, _STREAM_FEATURES), scale=float(p["feature_noise"]),
                   offsets=class_means, labels=labels)
 
-    train_idx, val_idx, test_idx = random_split(n, p["split"], _rng(seed, _STREAM_SPLIT))
+    train_idx, val_idx, test_idx = random_split(n, p["split"], seeded_rng(seed, _STREAM_SPLIT))
     return GraphDataset(name=name, indptr=indptr, indices=indices, features=features,
                         labels=labels, train_idx=train_idx, val_idx=val_idx, test_idx=test_idx,
                         num_classes=classes)

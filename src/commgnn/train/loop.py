@@ -233,6 +233,8 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         record["energy_j"] = meter.read_joules() - energy0
         record["sync_emulated_s"] = emulator.totals(ALLREDUCE).charged_s - sync0
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
+        record["recent_rtt_s"] = {str(o): rtt for o in range(world)
+                                  if (rtt := store.recent_rtt_s(o)) is not None}
         last = epoch == epochs - 1
         if last or (eval_every and (epoch + 1) % eval_every == 0):
             record.update(evaluate(ctx, system, model, epoch))
