@@ -66,7 +66,7 @@ def run_tiny(tmp: Path, inputs: tuple[Path, Path], spec: RunSpec, name: str = "r
     out = tmp / name
     run(spec, RunPaths(dataset=str(dataset), partition=str(partition), out=str(out),
                        checkpoints=str(tmp / f"{name}-ckpt"),
-                       presample=str(presample) if presample else None))
+                       inputs={"presample": str(presample)} if presample else {}))
     return out
 
 

@@ -31,8 +31,27 @@ def _spec(text: str, schema_def: str, where: str) -> dict:
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
-    cfg.load_config(args.config)
-    print(f"{args.config}: valid")
+    from commgnn.train.spec import expand_experiments
+
+    config = cfg.load_config(args.config)
+    runs = expand_experiments(config)  # system options, names and pairings
+    print(f"{args.config}: valid ({len(runs)} runs)")
+
+
+def cmd_systems(args: argparse.Namespace) -> None:
+    from commgnn.systems import discover
+
+    for name, cls in sorted(discover().items()):
+        print(f"{name}  ({cls.__module__}.{cls.__qualname__})")
+        print(f"  partition methods: {', '.join(cls.partition_methods)}")
+        print(f"  needs: {', '.join(cls.needs) or '-'}")
+        for key, prop in sorted(cls.option_properties().items()):
+            kind = prop.get("type") or ("one of " + "|".join(map(str, prop["enum"]))
+                                        if "enum" in prop else "any")
+            default = f" (default {prop['default']!r})" if "default" in prop else ""
+            print(f"  option {key}: {kind}{default} — {prop.get('description', '')}")
+        for key, how in sorted(cls.metric_reductions().items()):
+            print(f"  metric {key}: {how}")
 
 
 def cmd_dataset(args: argparse.Namespace) -> None:
@@ -80,9 +99,14 @@ def cmd_train(args: argparse.Namespace) -> None:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+    inputs = {}
+    for item in args.input:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise cfg.ConfigError(f"--input {item!r}: expected NAME=PATH")
+        inputs[name] = path
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
-                     out=str(args.out), checkpoints=str(args.checkpoints),
-                     presample=str(args.presample) if args.presample else None)
+                     out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs)
     summary = run(spec, paths)
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %.4f", spec.run_id,
              summary["mean_epoch_time_s"], summary["remote_rows_per_epoch"],
@@ -137,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path)
     p.set_defaults(func=cmd_validate)
 
+    p = sub.add_parser("systems", help="list the registered systems and their options")
+    p.set_defaults(func=cmd_systems)
+
     p = sub.add_parser("dataset", help="generate or download a dataset into the common format")
     p.add_argument("--name", required=True)
     p.add_argument("--spec", required=True, help="the datasets.<name> config entry as JSON")
@@ -164,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", required=True, type=Path)
     p.add_argument("--out", required=True, type=Path, help="run directory (made on success)")
     p.add_argument("--checkpoints", required=True, type=Path)
-    p.add_argument("--presample", type=Path, help="presampled blocks (rapidgnn)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                   help="a pipeline input the system needs (e.g. presample=DIR); repeatable")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("presample", help="presample every worker's batches to disk")

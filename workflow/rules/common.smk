@@ -1,6 +1,7 @@
 # Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
 from commgnn.data.sources import needs_network
+from commgnn.systems import get_system
 from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
 import shlex
 import sys
@@ -47,7 +48,6 @@ def all_partitions():
 
 RUNS = {spec.run_id: spec for spec in expand_experiments(config)}
 TRAINING = {**TRAINING_DEFAULTS, **config.get("training", {})}
-PRESAMPLED_SYSTEMS = ("rapidgnn",)
 
 
 def run_id(w):
@@ -62,19 +62,42 @@ def all_runs():
     return [f"{RESULTS}/runs/{key}" for key in RUNS]
 
 
-def presample_input(w):
-    """The presampled blocks a run reads (systems that presample), else nothing."""
-    if RUNS[run_id(w)].base_system not in PRESAMPLED_SYSTEMS:
-        return []
-    return [f"{RESULTS}/presample/{w.dataset}/{w.partitioning}/b{w.batch}_s{w.seed}"]
+# Where the pipeline builds each input a system can declare in `needs`
+# (commgnn.systems.base.PIPELINE_INPUTS), for one run.
+PIPELINE_INPUT_PATHS = {
+    "presample": lambda s: (
+        f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
+    ),
+}
+
+
+def system_inputs(spec):
+    """The pipeline inputs a run's system declares (`System.needs`), name -> path."""
+    return {need: PIPELINE_INPUT_PATHS[need](spec)
+            for need in get_system(spec.base_system).needs}
+
+
+def train_inputs(w):
+    """Named inputs of a train job: dataset, partition and the system's needs."""
+    spec = RUNS[run_id(w)]
+    return {
+        "dataset": f"{RESULTS}/datasets/{w.dataset}",
+        "partition": f"{RESULTS}/partitions/{w.dataset}/{w.partitioning}",
+        **system_inputs(spec),
+    }
+
+
+def input_args(w, input):
+    """`--input NAME=PATH` for each of the system's needs."""
+    spec = RUNS[run_id(w)]
+    return " ".join(f"--input {name}={shlex.quote(str(input[name]))}"
+                    for name in system_inputs(spec))
 
 
 def all_presamples():
     """Every presample directory some run of the experiment matrix reads."""
-    return sorted({
-        f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
-        for s in RUNS.values() if s.base_system in PRESAMPLED_SYSTEMS
-    })
+    return sorted({path for spec in RUNS.values()
+                   for name, path in system_inputs(spec).items() if name == "presample"})
 
 
 def figure_targets():

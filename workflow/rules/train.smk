@@ -1,12 +1,11 @@
 # Training: one job per experiment cell (system x dataset x partitioning x model x batch
-# size x network x seed), then one table of every run's summary.
+# size x network x seed), then one table of every run's summary. A run's inputs beyond
+# the dataset and partition are what its system declares it needs (`System.needs`).
 
 
 rule train:
     input:
-        dataset=f"{RESULTS}/datasets/{{dataset}}",
-        partition=f"{RESULTS}/partitions/{{dataset}}/{{partitioning}}",
-        presample=presample_input,
+        unpack(train_inputs),
     output:
         directory(
             f"{RESULTS}/runs/{{system}}/{{dataset}}/{{partitioning}}/"
@@ -15,7 +14,7 @@ rule train:
     params:
         spec=lambda w: run_spec_arg(w),
         checkpoints=lambda w: f"{RESULTS}/checkpoints/{run_id(w)}",
-        presample=lambda w, input: f"--presample {input.presample}" if input.presample else "",
+        inputs=input_args,
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/train/{{system}}/{{dataset}}/{{partitioning}}/"
@@ -31,7 +30,7 @@ rule train:
     shell:
         "{params.cmd} train --spec {params.spec} --dataset {input.dataset} "
         "--partition {input.partition} --out {output} --checkpoints {params.checkpoints} "
-        "{params.presample} > {log} 2>&1"
+        "{params.inputs} > {log} 2>&1"
 
 
 rule runs_table:

@@ -82,9 +82,6 @@ class FeatureStore:
         self._rtt_window = rtt_window
         serve_features(local_features)
 
-    def is_local(self, nodes: torch.Tensor) -> torch.Tensor:
-        return self.owner[nodes] == self.rank
-
     def pull(self, nodes_by_owner: dict[int, torch.Tensor]) -> tuple[dict[int, torch.Tensor],
                                                                       FetchCounts]:
         """Fetch the rows of remote ``nodes`` (global ids), one RPC per owner, in parallel.
@@ -115,25 +112,39 @@ class FeatureStore:
                 self.rtt.setdefault(owner, deque(maxlen=self._rtt_window)).append(elapsed)
         return rows, counts
 
-    def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
-        """Feature rows for ``nodes`` (global ids, any order): local read + remote pull."""
+    def fetch_remote(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
+        """Rows of remote ``nodes`` (global ids, any order, none owned here), in order.
+
+        The grouped fetch every system uses: nodes are grouped by owner, each owner gets
+        one request (:meth:`pull`), and the answers are scattered back into ``nodes``'
+        order.
+        """
         nodes = nodes.to(torch.int64)
-        owners = self.owner[nodes]
         out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
-        local = owners == self.rank
-        out[local] = self.local_features.index_select(0, self.local_id[nodes[local]])
-        remote_pos = torch.nonzero(~local).flatten()
-        by_owner = {}
-        positions = {}
-        if remote_pos.numel():
-            remote_owners = owners[remote_pos]
-            for owner in torch.unique(remote_owners).tolist():
-                pos = remote_pos[remote_owners == owner]
-                by_owner[owner] = nodes[pos]
-                positions[owner] = pos
+        if nodes.numel() == 0:
+            return out, FetchCounts()
+        owners = self.owner[nodes]
+        by_owner, positions = {}, {}
+        for owner in torch.unique(owners).tolist():
+            if owner == self.rank:
+                raise ValueError(f"fetch_remote: node owned by this worker ({owner})")
+            pos = torch.nonzero(owners == owner).flatten()
+            by_owner[owner] = nodes[pos]
+            positions[owner] = pos
         rows, counts = self.pull(by_owner)
         for owner, block in rows.items():
             out[positions[owner]] = block
+        return out, counts
+
+    def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
+        """Feature rows for ``nodes`` (global ids, any order): local read + remote pull."""
+        nodes = nodes.to(torch.int64)
+        out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
+        local = self.owner[nodes] == self.rank
+        out[local] = self.local_features.index_select(0, self.local_id[nodes[local]])
+        remote_pos = torch.nonzero(~local).flatten()
+        rows, counts = self.fetch_remote(nodes[remote_pos])
+        out[remote_pos] = rows
         counts.local_rows = int(local.sum())
         return out, counts
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from commgnn.partition import read_partition_meta
+from commgnn.train.summary import COMMON_KEYS
 
 
 def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:
@@ -37,25 +38,16 @@ def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-SUMMARY_COLUMNS = (
-    "system", "dataset", "partitioning", "model", "batch_size", "network", "seed", "workers",
-    "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch", "remote_rows_per_epoch",
-    "remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch", "test_acc",
-    "val_acc", "energy_j", "energy_meter", "peak_mem_bytes", "step_remote_rows_per_epoch",
-    "prefetch_fallbacks_per_epoch", "cache_bytes_max", "staged_bytes_max",
-    "memory_bound_bytes",
-)
-
-
 def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
-    """One row per run directory, from its ``summary.json`` (scalar keys only), plus the
-    implementation (``base_system``) and every system option as ``option_<name>``."""
+    """One row per run directory, from its ``summary.json``: the common keys, the metrics
+    its system declares (``system_metrics``), and every resolved system option as
+    ``option_<name>``."""
     rows = []
     for directory in map(Path, run_dirs):
         summary = json.loads((directory / "summary.json").read_text())
-        row = {k: summary.get(k) for k in SUMMARY_COLUMNS}
+        row = {k: summary.get(k) for k in COMMON_KEYS}
+        row.update({k: summary[k] for k in summary.get("system_metrics", [])})
         options = summary.get("system_options", {})
-        row["base_system"] = options.get("system", summary["system"])
-        row.update({f"option_{k}": v for k, v in options.items() if k != "system"})
+        row.update({f"option_{k}": v for k, v in sorted(options.items()) if k != "system"})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commgnn.sampling.seeds import as_uint64, shuffle_seed, stream_uint64
+from commgnn.sampling.seeds import as_uint64, derive_seed, shuffle_seed, stream_uint64
 
 
 def epoch_order(train_nodes: np.ndarray, base_seed: int, worker: int, epoch: int,
@@ -23,9 +23,23 @@ def epoch_order(train_nodes: np.ndarray, base_seed: int, worker: int, epoch: int
     if nodes.ndim != 1:
         raise ValueError(f"train_nodes must be 1-D, got shape {nodes.shape}")
     nodes = nodes.astype(np.int64, copy=False)
-    if not shuffle or nodes.shape[0] <= 1:
+    if not shuffle:
         return nodes.copy()
-    keys = stream_uint64(as_uint64(shuffle_seed(base_seed, worker, epoch)), nodes.shape[0])
+    return permute(nodes, shuffle_seed(base_seed, worker, epoch))
+
+
+def global_order(train_idx: np.ndarray, base_seed: int, epoch: int) -> np.ndarray:
+    """The whole training set in the order shared by every worker in ``epoch`` (keyed by
+    ``H(s_0, "shuffle", "global", e)``)."""
+    nodes = np.asarray(train_idx).astype(np.int64, copy=False)
+    return permute(nodes, derive_seed(base_seed, "shuffle", "global", epoch))
+
+
+def permute(nodes: np.ndarray, seed: int) -> np.ndarray:
+    """``nodes`` ordered by the ``j``-th draw of the splitmix64 stream of ``seed``."""
+    if nodes.shape[0] <= 1:
+        return nodes.copy()
+    keys = stream_uint64(as_uint64(seed), nodes.shape[0])
     return nodes[np.argsort(keys, kind="stable")]
 
 

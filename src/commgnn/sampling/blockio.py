@@ -98,11 +98,6 @@ class PresampledBatch:
         """Global ids of the input nodes owned by other workers (in input order)."""
         return self.batch.input_nodes.numpy()[~self.local_mask]
 
-    @property
-    def local_nodes(self) -> np.ndarray:
-        """Global ids of the input nodes owned by this worker (in input order)."""
-        return self.batch.input_nodes.numpy()[self.local_mask]
-
 
 def _as_numpy(values: torch.Tensor | np.ndarray) -> np.ndarray:
     if isinstance(values, torch.Tensor):

@@ -1,7 +1,10 @@
-"""Communication strategies: ``default`` (on-demand fetch), ``oracle`` (all local),
-``rapidgnn`` (presampled batches, steady cache, prefetcher)."""
+"""Communication strategies, one module each; see :mod:`commgnn.systems.base` for the
+contract and :mod:`commgnn.systems.registry` for discovery. Built in: ``default``
+(on-demand fetch), ``oracle`` (all local), ``rapidgnn`` (presampled batches, steady
+cache, prefetcher)."""
 
-from commgnn.systems import default, oracle, rapidgnn  # noqa: F401  (registration)
-from commgnn.systems.base import SYSTEMS, PreparedBatch, System, get_system, register_system
+from commgnn.systems.base import PIPELINE_INPUTS, Placement, PreparedBatch, StepOutput, System
+from commgnn.systems.registry import SYSTEMS, check_config, discover, get_system
 
-__all__ = ["SYSTEMS", "PreparedBatch", "System", "get_system", "register_system"]
+__all__ = ["PIPELINE_INPUTS", "SYSTEMS", "Placement", "PreparedBatch", "StepOutput", "System",
+           "check_config", "discover", "get_system"]

@@ -1,27 +1,67 @@
-"""The system interface: what a communication strategy plugs into the training loop.
+"""The system contract: everything a communication strategy is, declared in one class.
 
-A system decides how each step's inputs (blocks and input features) reach the model and
-may take over gradient synchronisation or the whole step. The loop (``commgnn.train.loop``)
-owns everything else: model, optimiser, DDP, metrics, evaluation, checkpoints.
+A system is one module under ``commgnn.systems`` (or a module named by a
+``commgnn.systems`` entry point) holding one :class:`System` subclass with a ``name``.
+Defining the class registers it; the schema of its options, the pipeline inputs it
+needs, the partition methods it accepts and how its metrics are aggregated are class
+attributes, and the config validation, the workflow, the summaries and the tables read
+them — there is no list to keep in sync anywhere else.
 
-Lifecycle on every worker: ``prepare()`` once, then per epoch ``start_epoch(e)``, iterate
-``batches(e)``, ``end_epoch(e)``; ``close()`` at the end.
+Lifecycle on every worker (the loop is :mod:`commgnn.train.loop`)::
+
+    system = cls(options)                       options validated, defaults filled in
+    system.check_partition(partition, P)        before any process group exists
+    system.setup(ctx, model, optimizer)         after the model exists (wraps DDP or not)
+    system.load_state_dict(s)                   when resuming from a checkpoint
+    for epoch:
+        placement = system.placement(epoch)     which partitions each worker trains
+        system.start_epoch(epoch)
+        for prepared in system.batches(epoch):  inputs of each step, features on device
+            out = system.train_step(prepared)   default: fwd, loss, bwd (+sync), step
+            system.observe(step_record)         after every step (controllers)
+        metrics = system.end_epoch(epoch)       merged into the worker's epoch record
+        evaluate (system.fetch)
+        system.observe_epoch(records)           every worker's epoch record
+        checkpoint (system.state_dict() of every worker)
+    system.close()
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 
+from commgnn.config import ConfigError, validate
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.sampling.block import MiniBatch
 
 if TYPE_CHECKING:
+    from commgnn.partition import Partition
     from commgnn.train.context import WorkerContext
+    from commgnn.train.metrics import StepRecord
+
+#: How a system metric is combined: over the workers of an epoch, then over epochs.
+#: ``sum``: summed over workers; the run summary reports the mean per epoch as
+#: ``<metric>_per_epoch``. ``max``: the largest value of any worker and epoch.
+#: ``mean``: the mean over workers, then over epochs.
+REDUCTIONS = ("sum", "max", "mean")
+
+#: Pipeline products a system may declare in ``needs``; the workflow builds them and
+#: passes each to ``commgnn train --input NAME=PATH``; ``ctx.inputs[NAME]`` is the path.
+PIPELINE_INPUTS = {
+    "presample": "presampled blocks of the run's dataset, partitioning, batch size and seed "
+                 "(`commgnn presample`)",
+}
+
+#: Partition methods of the pipeline (`partitionings.<name>.method`).
+PARTITION_METHODS = ("metis", "random", "chunk")
 
 
 @dataclass
@@ -40,56 +80,223 @@ class PreparedBatch:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class StepOutput:
+    """What a training step reports back to the loop."""
+
+    loss: float
+    correct: int  # seeds predicted right
+    seen: int  # seeds trained on
+    extra: dict[str, Any] = field(default_factory=dict)  # added to the step record
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which partitions (parts, or chunks of a chunk partitioning) each worker trains.
+
+    ``parts[w]`` are the partitions worker ``w`` trains in the epoch; an empty tuple
+    means the worker is idle. The training seeds of a worker are the training nodes
+    owned by its partitions.
+    """
+
+    parts: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def own(cls, world_size: int) -> Placement:
+        """Each worker trains the partition of its own rank (the common case)."""
+        return cls(tuple((w,) for w in range(world_size)))
+
+    def of(self, rank: int) -> tuple[int, ...]:
+        return self.parts[rank]
+
+    @property
+    def active(self) -> tuple[int, ...]:
+        """The workers that train in the epoch."""
+        return tuple(w for w, parts in enumerate(self.parts) if parts)
+
+
 class System(ABC):
-    """Base class; subclasses register themselves in :data:`SYSTEMS` by ``name``."""
+    """A communication strategy. Subclasses with a ``name`` register themselves.
+
+    Class attributes (the declarations; options, needs, partition methods and
+    reductions are inherited and may be extended):
+
+    - ``name``: the key used in configs and run ids;
+    - ``options``: JSON-schema ``properties`` of the system's options (each with a
+      ``default`` where it has one), validated with the config;
+    - ``needs``: pipeline inputs (keys of :data:`PIPELINE_INPUTS`);
+    - ``partition_methods``: partition methods the system accepts;
+    - ``reductions``: ``{metric: "sum" | "max" | "mean"}`` for the metrics
+      :meth:`end_epoch` returns (see :data:`REDUCTIONS`);
+    - ``uses_network``: False for systems whose traffic is free by definition;
+    - ``wants_ddp``: whether :meth:`setup` wraps the model in DDP with the emulated
+      all-reduce (or :meth:`gradient_hook`).
+
+    :meth:`end_epoch` may also return ``extra_remote_rpcs`` / ``_rows`` / ``_bytes``:
+    traffic sent outside the steps (e.g. cache fills), added to the epoch's remote totals.
+    """
 
     name: ClassVar[str]
-    #: False for systems whose traffic is free by definition (``oracle``).
+    options: ClassVar[dict[str, dict]] = {}
+    needs: ClassVar[tuple[str, ...]] = ()
+    partition_methods: ClassVar[tuple[str, ...]] = ("metis", "random")
+    reductions: ClassVar[dict[str, str]] = {}
     uses_network: ClassVar[bool] = True
+    wants_ddp: ClassVar[bool] = True
 
-    def __init__(self, ctx: WorkerContext) -> None:
-        self.ctx = ctx
-        self.options = dict(ctx.spec.system_options)
+    ctx: WorkerContext
+    model: torch.nn.Module  # the bare model (evaluation, checkpoints)
+    train_module: torch.nn.Module  # what train_step calls: DDP(model) or model
+    optimizer: torch.optim.Optimizer
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            from commgnn.systems.registry import register
+
+            register(cls)
+
+    # -- declarations --------------------------------------------------------------------
+    @classmethod
+    def option_properties(cls) -> dict[str, dict]:
+        """The option schemas of this class and its bases (subclasses override)."""
+        merged: dict[str, dict] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(klass.__dict__.get("options", {}))
+        return merged
+
+    @classmethod
+    def metric_reductions(cls) -> dict[str, str]:
+        merged: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(klass.__dict__.get("reductions", {}))
+        return merged
+
+    @classmethod
+    def option_schema(cls) -> dict:
+        """JSON schema of a ``systems.<name>`` config entry for this system."""
+        return {"type": "object", "additionalProperties": False,
+                "properties": {"system": {"const": cls.name}, **cls.option_properties()}}
+
+    @classmethod
+    def resolve_options(cls, options: dict, where: str | None = None) -> dict:
+        """``options`` validated (ConfigError naming ``where.<key>``), defaults filled in;
+        without the ``system`` key."""
+        entry = {**options, "system": cls.name}
+        validate(entry, cls.option_schema(), prefix=where or f"systems.{cls.name}")
+        resolved = {key: prop["default"] for key, prop in cls.option_properties().items()
+                    if "default" in prop}
+        resolved.update({k: v for k, v in options.items() if k != "system"})
+        return resolved
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def __init__(self, options: dict | None = None) -> None:
+        self.options = self.resolve_options(options or {})
+
+    def check_partition(self, partition: Partition, world_size: int) -> None:
+        """Refuse a partition this system cannot train on (before any process group).
+
+        Default: one part per worker."""
+        if partition.num_parts != world_size:
+            raise ConfigError(f"system {self.name!r} needs one part per worker: the "
+                              f"partition has {partition.num_parts} parts, the run "
+                              f"{world_size} workers")
+
+    def setup(self, ctx: WorkerContext, model: torch.nn.Module,
+              optimizer: torch.optim.Optimizer) -> None:
+        """Called once the model and optimiser exist (and a checkpoint is loaded).
+
+        Default: wrap the model in DDP when ``wants_ddp``, with :meth:`gradient_hook` or
+        the emulated ring all-reduce as its comm hook. Subclasses call ``super().setup``
+        first, then build their caches, servers or controllers.
+        """
+        from torch.nn.parallel import DistributedDataParallel
+
+        from commgnn.dist.netem import allreduce_hook
+
+        self.ctx, self.model, self.optimizer = ctx, model, optimizer
+        self.train_module = model
+        if self.wants_ddp:
+            ddp = DistributedDataParallel(model)
+            hook = self.gradient_hook()
+            if hook is None and self.uses_network:
+                hook = allreduce_hook(ctx.emulator, ctx.rank, ctx.world_size)
+            if hook is not None:
+                ddp.register_comm_hook(None, hook)
+            self.train_module = ddp
+
+    def placement(self, epoch: int) -> Placement:
+        """Which partitions each worker trains in ``epoch`` (default: its own)."""
+        return Placement.own(self.ctx.world_size)
+
+    def epoch_seeds(self, epoch: int) -> list[np.ndarray]:
+        """The seed nodes of each of this worker's steps in ``epoch`` (the schedule).
+
+        Default: the training nodes of the placement's partitions, shuffled per worker
+        and epoch; every worker runs the same number of steps (the largest active
+        worker's), cycling its batches when it has fewer."""
+        return self.ctx.epoch_seeds(epoch)
+
+    def start_epoch(self, epoch: int) -> None:
+        """Called after :meth:`placement`, before ``batches(epoch)``."""
+
+    @abstractmethod
+    def batches(self, epoch: int) -> Iterator[PreparedBatch]:
+        """The epoch's steps, in order, with features on the training device."""
+
+    def train_step(self, prepared: PreparedBatch) -> StepOutput:
+        """Forward, loss, backward (gradients sync in DDP's hook), optimiser step."""
+        logits = self.train_module(prepared.batch.blocks, prepared.features)
+        loss = F.cross_entropy(logits, prepared.labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        correct = int((logits.argmax(dim=1) == prepared.labels).sum())
+        return StepOutput(loss=float(loss.detach()), correct=correct,
+                          seen=int(prepared.labels.shape[0]))
+
+    def observe(self, record: StepRecord) -> None:
+        """Called after every step with its record (timings, counts, RTTs)."""
+
+    def end_epoch(self, epoch: int) -> dict[str, Any]:
+        """System metrics of the epoch (declared in ``reductions``), merged into the
+        worker's epoch record."""
+        return {}
+
+    def observe_epoch(self, records: list[dict[str, Any]]) -> None:
+        """Called on every worker after each epoch with every worker's epoch record
+        (``time_s``, counts, ``end_epoch`` metrics), e.g. for epoch-time searches."""
 
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
         """Feature rows of ``nodes`` as this system obtains them outside its own pipeline
         (evaluation uses it). Default: the worker's feature store, on demand."""
         return self.ctx.store.fetch(nodes)
 
-    def prepare(self) -> None:
-        """One-time setup after the workers have connected (caches, servers, ...)."""
+    def gradient_hook(self) -> Callable | None:
+        """A DDP comm hook, or ``None`` for the emulated ring all-reduce."""
+        return None
 
-    def start_epoch(self, epoch: int) -> None:
-        """Called before ``batches(epoch)``."""
-
-    @abstractmethod
-    def batches(self, epoch: int) -> Iterator[PreparedBatch]:
-        """The epoch's steps, in order, with features on the training device."""
-
-    def end_epoch(self, epoch: int) -> dict[str, Any]:
-        """System-specific per-epoch metrics (merged into the epoch record)."""
+    def state_dict(self) -> dict[str, Any]:
+        """This worker's system state, saved in every checkpoint (picklable by
+        ``torch.save(weights_only=True)``: tensors, numbers, strings, lists, dicts)."""
         return {}
 
-    def gradient_hook(self) -> Callable | None:
-        """A DDP comm hook, or ``None`` for the loop's default (emulated all-reduce)."""
-        return None
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` when resuming (after :meth:`setup`)."""
+        if state:
+            raise ValueError(f"system {self.name!r} keeps no state but the checkpoint "
+                             f"holds {sorted(state)}")
 
     def close(self) -> None:
         """Release threads and buffers."""
 
 
-SYSTEMS: dict[str, type[System]] = {}
-
-
-def register_system(cls: type[System]) -> type[System]:
-    SYSTEMS[cls.name] = cls
-    return cls
-
-
-def get_system(name: str) -> type[System]:
-    import commgnn.systems  # noqa: F401  (registers the built-in systems)
-
-    try:
-        return SYSTEMS[name]
-    except KeyError:
-        raise ValueError(f"unknown system {name!r}; known: {sorted(SYSTEMS)}") from None
+def reduce_values(how: str, values: Sequence[float]) -> float:
+    """Combine ``values`` by a :data:`REDUCTIONS` rule."""
+    if how == "sum":
+        return sum(values)
+    if how == "max":
+        return max(values)
+    if how == "mean":
+        return sum(values) / len(values) if values else math.nan
+    raise ValueError(f"unknown reduction {how!r}; known: {REDUCTIONS}")

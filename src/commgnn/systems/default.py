@@ -1,21 +1,43 @@
 """``default``: DistDGL-style training — sample, then fetch every remote input feature on
-demand, synchronously, with no cache (the papers' DGL-METIS / DGL-Random baseline)."""
+demand, synchronously, with no cache (the papers' DGL-METIS / DGL-Random baseline).
+
+Options: ``schedule`` — ``owned`` (each worker shuffles its own partition's training
+nodes; HopGNN's "LO" variant) or ``global`` (the whole training set is shuffled each
+epoch with a shared seed and split evenly across the workers, as DGL's distributed
+examples and the HopGNN and Grappa baselines do; most of a worker's seeds then belong to
+other partitions).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 
-from commgnn.systems.base import PreparedBatch, System, register_system
+import numpy as np
+
+from commgnn.sampling.schedule import global_epoch_seed_nodes
+from commgnn.systems.base import PreparedBatch, System
 
 
-@register_system
 class DefaultSystem(System):
     name = "default"
+    options = {
+        "schedule": {"enum": ["owned", "global"], "default": "owned",
+                     "description": "owned: each worker trains its partition's training "
+                                    "nodes; global: the shuffled training set split evenly "
+                                    "across workers"},
+    }
+
+    def epoch_seeds(self, epoch: int) -> list[np.ndarray]:
+        if self.options["schedule"] == "global":
+            ctx = self.ctx
+            return global_epoch_seed_nodes(ctx.dataset.train_idx, ctx.world_size,
+                                           ctx.spec.batch_size, ctx.spec.seed, ctx.rank, epoch)
+        return super().epoch_seeds(epoch)
 
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
         ctx = self.ctx
-        for step, seeds in enumerate(ctx.epoch_seeds(epoch)):
+        for step, seeds in enumerate(self.epoch_seeds(epoch)):
             t0 = time.perf_counter()
             batch = ctx.sample(epoch, step, seeds)
             t1 = time.perf_counter()

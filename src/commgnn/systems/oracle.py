@@ -7,17 +7,16 @@ import numpy as np
 import torch
 
 from commgnn.dist.feature_store import FetchCounts, LocalFeatureStore
-from commgnn.systems.base import register_system
 from commgnn.systems.default import DefaultSystem
 
 
-@register_system
 class OracleSystem(DefaultSystem):
     name = "oracle"
     uses_network = False
 
-    def prepare(self) -> None:
-        features = torch.from_numpy(np.ascontiguousarray(self.ctx.dataset.features))
+    def setup(self, ctx, model, optimizer) -> None:
+        super().setup(ctx, model, optimizer)
+        features = torch.from_numpy(np.array(ctx.dataset.features))
         self.local = LocalFeatureStore(features)
 
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:

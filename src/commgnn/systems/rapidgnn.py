@@ -9,15 +9,15 @@
   ``e`` and swapped in at the boundary; epoch ``e+1``'s batches never see ``C_sec`` before.
   ``C_sec`` copies the rows it shares with ``C_s`` and pulls only the nodes new to the hot
   set (its traffic is counted in epoch ``e``).
-- Prefetcher: a thread keeps up to ``Q = prefetch_depth`` upcoming batches staged, serving
-  remote rows from ``C_s`` and pulling the misses (SyncPull, one request per owner) off the
-  critical path. A step the prefetcher has not started when the trainer reaches it is a
-  *fallback*: the trainer fetches it on the default path (every remote row on demand).
+- Prefetcher (:class:`~commgnn.dist.prefetch.Prefetcher`): a thread keeps up to
+  ``Q = prefetch_depth`` upcoming batches staged, in step order, serving remote rows from
+  ``C_s`` and pulling the misses (SyncPull, one request per owner) off the critical path.
+  A trainer that outruns it waits for the staged batch (the wait is the step's
+  ``fetch_wait_s``), so what each step fetches never depends on timing. With ``Q = 0``
+  there is no prefetcher: every step is a *fallback*, fetched by the trainer on the
+  default path (every remote row on demand, no cache).
 - Device memory: both cache buffers plus at most ``Q`` staged batches, bounded by
-  ``Mem <= 2 n_hot d + Q m_max d`` (rows of 4-byte floats); the run reports both.
-
-Options (``systems.<name>`` in the config): ``n_hot`` (default 0), ``prefetch_depth``
-(default 4).
+  ``Mem <= 2 n_hot d + Q m_max d`` (rows of the feature dtype); the run reports both.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from commgnn.dist.feature_store import FetchCounts
-from commgnn.sampling.blockio import PresampledBatch
+from commgnn.dist.prefetch import Prefetcher
+from commgnn.sampling.blockio import BlockReader, PresampledBatch
 from commgnn.sampling.presample import frequencies, open_presampled, read_presample_meta
-from commgnn.systems.base import PreparedBatch, System, register_system
+from commgnn.systems.base import PreparedBatch, System
 
 
 @dataclass
@@ -59,51 +60,48 @@ def hot_nodes(ids: np.ndarray, counts: np.ndarray, n_hot: int) -> np.ndarray:
     return np.sort(ids[order])
 
 
-class _EpochStaging:
-    """Steps of one epoch claimed by the prefetcher, and their staged results."""
-
-    def __init__(self, epoch: int, steps: int) -> None:
-        self.epoch = epoch
-        self.steps = steps
-        self.lock = threading.Condition()
-        self.claimed: dict[int, str] = {}  # step -> "prefetch" | "trainer"
-        self.ready: dict[int, PreparedBatch] = {}
-        self.error: BaseException | None = None
-        self.staged_bytes = 0
-        self.max_staged_bytes = 0
-        self.stop = False
-
-
-@register_system
 class RapidGNNSystem(System):
     name = "rapidgnn"
+    options = {
+        "n_hot": {"type": "integer", "minimum": 0, "default": 0,
+                  "description": "steady-cache size (rows)"},
+        "prefetch_depth": {"type": "integer", "minimum": 0, "maximum": 1024, "default": 4,
+                           "description": "Q, batches staged ahead (0 = no prefetcher)"},
+    }
+    needs = ("presample",)
+    reductions = {"prefetch_fallbacks": "sum", "cache_bytes_max": "max",
+                  "staged_bytes_max": "max", "memory_bound_bytes": "max"}
 
-    def prepare(self) -> None:
-        ctx = self.ctx
-        if not ctx.presample_dir:
-            raise RuntimeError("rapidgnn needs presampled blocks (--presample DIR)")
-        self.n_hot = int(self.options.get("n_hot", 0))
-        self.depth = int(self.options.get("prefetch_depth", 4))
-        meta = read_presample_meta(ctx.presample_dir)
+    def setup(self, ctx, model, optimizer) -> None:
+        super().setup(ctx, model, optimizer)
+        self.presample_dir = ctx.inputs["presample"]
+        self.n_hot = int(self.options["n_hot"])
+        self.depth = int(self.options["prefetch_depth"])
+        meta = read_presample_meta(self.presample_dir)
         params = meta["params"]
         expected = {"fanouts": list(ctx.spec.get("fanouts")), "batch_size": ctx.spec.batch_size,
                     "base_seed": ctx.spec.seed}
         for key, value in expected.items():
             if params[key] != value:
-                raise RuntimeError(f"{ctx.presample_dir}: presampled with {key}={params[key]!r}"
+                raise RuntimeError(f"{self.presample_dir}: presampled with {key}={params[key]!r}"
                                    f" but the run uses {value!r}")
         if params["epochs"] < ctx.spec.get("epochs"):
-            raise RuntimeError(f"{ctx.presample_dir}: {params['epochs']} epochs presampled, "
+            raise RuntimeError(f"{self.presample_dir}: {params['epochs']} epochs presampled, "
                                f"the run needs {ctx.spec.get('epochs')}")
+        if meta["steps_per_epoch"] != ctx.steps:
+            raise RuntimeError(f"{self.presample_dir}: {meta['steps_per_epoch']} steps per "
+                               f"epoch presampled, the run's schedule has {ctx.steps}")
+        self.steps = int(meta["steps_per_epoch"])
         self.m_max = max(max(w["max_input_nodes"]) for w in meta["workers"].values())
         self.feature_dim = ctx.store.feature_dim
+        self.row_bytes = ctx.store.row_bytes
         self.num_nodes = ctx.dataset.num_nodes
         self.cache: SteadyCache | None = None
         self._next_cache: SteadyCache | None = None
         self._next_thread: threading.Thread | None = None
         self._next_error: BaseException | None = None
-        self._staging: _EpochStaging | None = None
-        self._prefetch_thread: threading.Thread | None = None
+        self._prefetcher: Prefetcher[PreparedBatch] | None = None
+        self._reader: BlockReader | None = None
         self._epoch_stats: dict = {}
         self.max_cache_bytes = 0
         self.max_staged_bytes = 0
@@ -116,7 +114,7 @@ class RapidGNNSystem(System):
         nodes new to the hot set cross the network.
         """
         ctx = self.ctx
-        ids, counts = frequencies(ctx.presample_dir, ctx.rank, epoch)
+        ids, counts = frequencies(self.presample_dir, ctx.rank, epoch)
         hot = torch.from_numpy(hot_nodes(ids, counts, self.n_hot))
         rows = torch.empty((hot.numel(), self.feature_dim), dtype=ctx.store.local_features.dtype,
                            device=ctx.device)
@@ -127,15 +125,8 @@ class RapidGNNSystem(System):
             kept = torch.nonzero(~missing).flatten()
             rows[kept] = previous.rows[old_slot[kept].to(previous.rows.device)]
         pull_pos = torch.nonzero(missing).flatten()
-        owners = ctx.store.owner[hot[pull_pos]]
-        by_owner, positions = {}, {}
-        for owner in torch.unique(owners).tolist():
-            select = owners == owner
-            by_owner[owner] = hot[pull_pos[select]]
-            positions[owner] = pull_pos[select]
-        rows_by_owner, fill = ctx.store.pull(by_owner)
-        for owner, block in rows_by_owner.items():
-            rows[positions[owner]] = block.to(ctx.device)
+        pulled, fill = ctx.store.fetch_remote(hot[pull_pos])
+        rows[pull_pos] = pulled.to(ctx.device)
         slot = torch.full((self.num_nodes,), -1, dtype=torch.int64)
         slot[hot] = torch.arange(hot.numel(), dtype=torch.int64)
         return SteadyCache(epoch=epoch, ids=hot, rows=rows, slot=slot, fill=fill)
@@ -163,7 +154,13 @@ class RapidGNNSystem(System):
                                                  name="rapidgnn-csec", daemon=True)
             self._next_thread.start()
         self._epoch_stats = {"fill": fill, "fallbacks": 0}
-        self._start_prefetcher(epoch)
+        self._reader = open_presampled(self.presample_dir, self.ctx.rank, epoch)
+        if self.depth > 0:
+            reader, cache = self._reader, self.cache
+            self._prefetcher = Prefetcher(
+                lambda step: self._assemble(reader.read(step), cache), self.steps,
+                self.depth, name=f"rapidgnn-prefetch-e{epoch}",
+                size_of=lambda p: p.features.numel() * p.features.element_size())
 
     # -- staging -----------------------------------------------------------------------
     def _assemble(self, presampled: PresampledBatch, cache: SteadyCache) -> PreparedBatch:
@@ -182,16 +179,8 @@ class RapidGNNSystem(System):
         hit = slots >= 0
         features[remote_pos[hit]] = cache.rows[slots[hit].to(cache.rows.device)]
         miss_pos = remote_pos[~hit]
-        miss_nodes = nodes[miss_pos]
-        miss_owner = store.owner[miss_nodes]
-        by_owner, positions = {}, {}
-        for owner in torch.unique(miss_owner).tolist():
-            select = miss_owner == owner
-            by_owner[owner] = miss_nodes[select]
-            positions[owner] = miss_pos[select]
-        rows, counts = store.pull(by_owner)
-        for owner, block in rows.items():
-            features[positions[owner]] = block.to(ctx.device)
+        rows, counts = store.fetch_remote(nodes[miss_pos])
+        features[miss_pos] = rows.to(ctx.device)
         counts.local_rows = int(local_pos.numel())
         batch = presampled.batch
         return PreparedBatch(step=presampled.step, batch=batch.to(ctx.device),
@@ -200,85 +189,30 @@ class RapidGNNSystem(System):
                              cache_misses=int(miss_pos.numel()),
                              extra={"prefetch_fallback": 0, "cache_epoch": cache.epoch})
 
-    def _start_prefetcher(self, epoch: int) -> None:
-        staging = _EpochStaging(epoch, self.ctx.steps)
-        self._staging = staging
-        if self.depth > 0:
-            self._prefetch_thread = threading.Thread(
-                target=self._prefetch, args=(staging, self.cache), name="rapidgnn-prefetch",
-                daemon=True)
-            self._prefetch_thread.start()
-
-    def _prefetch(self, staging: _EpochStaging, cache: SteadyCache) -> None:
-        reader = open_presampled(self.ctx.presample_dir, self.ctx.rank, staging.epoch)
-        try:
-            for step in range(staging.steps):
-                with staging.lock:
-                    while (len(staging.ready) >= self.depth and not staging.stop):
-                        staging.lock.wait()
-                    if staging.stop:
-                        return
-                    if step in staging.claimed:  # the trainer got there first
-                        continue
-                    staging.claimed[step] = "prefetch"
-                prepared = self._assemble(reader.read(step), cache)
-                nbytes = prepared.features.numel() * prepared.features.element_size()
-                with staging.lock:
-                    staging.ready[step] = prepared
-                    staging.staged_bytes += nbytes
-                    staging.max_staged_bytes = max(staging.max_staged_bytes,
-                                                   staging.staged_bytes)
-                    staging.lock.notify_all()
-        except BaseException as exc:
-            with staging.lock:
-                staging.error = exc
-                staging.lock.notify_all()
-        finally:
-            reader.close()
-
-    def _fallback(self, step: int, epoch: int) -> PreparedBatch:
+    def _fallback(self, step: int) -> PreparedBatch:
         """The default path: every remote input row fetched on demand, no cache."""
         ctx = self.ctx
         t0 = time.perf_counter()
-        reader = open_presampled(ctx.presample_dir, ctx.rank, epoch)
-        try:
-            presampled = reader.read(step)
-        finally:
-            reader.close()
+        presampled = self._reader.read(step)
         t1 = time.perf_counter()
         features, counts = ctx.store.fetch(presampled.batch.input_nodes)
         batch = presampled.batch
         return PreparedBatch(step=step, batch=batch.to(ctx.device),
                              features=features.to(ctx.device),
                              labels=ctx.labels_of(batch.seeds), sample_s=t1 - t0,
-                             counts=counts, cache_hits=0, cache_misses=counts.remote_rows,
+                             fetch_wait_s=time.perf_counter() - t1, counts=counts,
+                             cache_hits=0, cache_misses=counts.remote_rows,
                              extra={"prefetch_fallback": 1, "cache_epoch": -1})
 
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
-        staging = self._staging
-        assert staging is not None and staging.epoch == epoch, "start_epoch() not called"
-        for step in range(staging.steps):
-            t0 = time.perf_counter()
-            with staging.lock:
-                if step not in staging.claimed:
-                    staging.claimed[step] = "trainer"
-                while staging.claimed[step] == "prefetch" and step not in staging.ready:
-                    if staging.error is not None:
-                        raise RuntimeError("prefetcher failed") from staging.error
-                    staging.lock.wait()
-                if staging.claimed[step] == "prefetch":
-                    prepared = staging.ready.pop(step)
-                    staging.staged_bytes -= prepared.features.numel() * \
-                        prepared.features.element_size()
-                    staging.lock.notify_all()
-                else:
-                    prepared = None
-            if prepared is None:
-                prepared = self._fallback(step, epoch)
-                self._epoch_stats["fallbacks"] += 1
-                prepared.fetch_wait_s = time.perf_counter() - t0 - prepared.sample_s
+        assert self._reader is not None, "start_epoch() not called"
+        for step in range(self.steps):
+            if self._prefetcher is not None:
+                prepared, waited = self._prefetcher.get()
+                prepared.fetch_wait_s = waited
             else:
-                prepared.fetch_wait_s = time.perf_counter() - t0
+                prepared = self._fallback(step)
+                self._epoch_stats["fallbacks"] += 1
             self._track_memory()
             yield prepared
 
@@ -288,15 +222,18 @@ class RapidGNNSystem(System):
             cache_bytes += self._next_cache.nbytes
         self.max_cache_bytes = max(self.max_cache_bytes, cache_bytes)
 
+    def _stop_epoch(self) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.close()
+            self.max_staged_bytes = max(self.max_staged_bytes,
+                                        self._prefetcher.max_staged_bytes)
+            self._prefetcher = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
     def end_epoch(self, epoch: int) -> dict:
-        staging = self._staging
-        if self._prefetch_thread is not None:
-            with staging.lock:
-                staging.stop = True
-                staging.lock.notify_all()
-            self._prefetch_thread.join()
-            self._prefetch_thread = None
-        self.max_staged_bytes = max(self.max_staged_bytes, staging.max_staged_bytes)
+        self._stop_epoch()
         self._track_memory()
         fill = self._epoch_stats["fill"]
         if self._next_thread is not None:  # C_sec's pull belongs to this epoch's traffic
@@ -304,19 +241,17 @@ class RapidGNNSystem(System):
             if self._next_cache is not None:
                 fill.add(self._next_cache.fill)
             self._track_memory()
-        row_bytes = self.feature_dim * 4
         return {
             "prefetch_fallbacks": self._epoch_stats["fallbacks"],
             "extra_remote_rpcs": fill.remote_rpcs,
             "extra_remote_rows": fill.remote_rows,
             "extra_remote_bytes": fill.remote_bytes,
-            "n_hot": self.n_hot,
-            "prefetch_depth": self.depth,
             "cache_bytes_max": self.max_cache_bytes,
             "staged_bytes_max": self.max_staged_bytes,
-            "memory_bound_bytes": (2 * self.n_hot + self.depth * self.m_max) * row_bytes,
+            "memory_bound_bytes": (2 * self.n_hot + self.depth * self.m_max) * self.row_bytes,
         }
 
     def close(self) -> None:
+        self._stop_epoch()
         if self._next_thread is not None:
             self._next_thread.join()

@@ -1,15 +1,18 @@
-"""Per-epoch checkpoints (model + optimiser + epoch), written atomically by rank 0.
+"""Per-epoch checkpoints (model, optimiser, every worker's system state, epoch), written
+atomically by rank 0.
 
 Resuming from epoch ``e`` reproduces the uninterrupted run exactly: batches and sampling
-depend only on (seed, worker, epoch, step), and each epoch reseeds torch's RNG (dropout)
-from the same hash, so nothing else needs saving.
+depend only on (seed, worker, epoch, step), each epoch reseeds torch's RNG (dropout)
+from the same hash, and each worker's system restores its own ``state_dict``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -17,26 +20,37 @@ CHECKPOINT_FILE = "last.pt"
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class Checkpoint:
+    """What a resume restores: the next epoch to run and each worker's system state."""
+
+    next_epoch: int
+    system_states: list[dict[str, Any]]
+
+
 def save_checkpoint(directory: Path, epoch: int, model: torch.nn.Module,
-                    optimizer: torch.optim.Optimizer, run_key: str) -> Path:
+                    optimizer: torch.optim.Optimizer, run_key: str,
+                    system_states: list[dict[str, Any]]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / CHECKPOINT_FILE
     tmp = directory / f".{CHECKPOINT_FILE}.tmp"
     torch.save({"epoch": epoch, "run_key": run_key, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict()}, tmp)
+                "optimizer": optimizer.state_dict(), "systems": system_states}, tmp)
     os.replace(tmp, path)
     return path
 
 
 def load_checkpoint(directory: Path, model: torch.nn.Module,
-                    optimizer: torch.optim.Optimizer, run_key: str) -> int:
-    """Restore the latest checkpoint; return the first epoch still to run.
+                    optimizer: torch.optim.Optimizer, run_key: str,
+                    world_size: int) -> Checkpoint | None:
+    """Restore the model and optimiser of the latest checkpoint.
 
-    Returns 0 (start over) when there is none or it belongs to another configuration.
+    Returns ``None`` (start over) when there is none or it belongs to another
+    configuration.
     """
     path = directory / CHECKPOINT_FILE
     if not path.is_file():
-        return 0
+        return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
@@ -44,7 +58,11 @@ def load_checkpoint(directory: Path, model: torch.nn.Module,
             from exc
     if state.get("run_key") != run_key:
         log.warning("%s: checkpoint of a different configuration; starting over", path)
-        return 0
+        return None
+    systems = state.get("systems")
+    if not isinstance(systems, list) or len(systems) != world_size:
+        raise RuntimeError(f"{path}: no system state for {world_size} workers; delete it to "
+                           "start over")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    return int(state["epoch"]) + 1
+    return Checkpoint(next_epoch=int(state["epoch"]) + 1, system_states=systems)

@@ -14,14 +14,21 @@ from commgnn.dist.netem import NetworkEmulator
 from commgnn.partition import Partition
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
-from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes
+from commgnn.sampling.schedule import epoch_seed_nodes, placement_steps, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
+from commgnn.systems.base import Placement
 from commgnn.train.spec import RunSpec
 
 
 @dataclass
 class WorkerContext:
-    """Per-worker state shared by the loop and the system."""
+    """Per-worker state shared by the loop and the system.
+
+    ``placement`` is the current epoch's (set by the loop from ``System.placement``);
+    ``train_nodes`` and ``steps`` follow it: this worker's training nodes (those owned
+    by its partitions) and the epoch's step count (the largest active worker's).
+    ``inputs`` maps the pipeline inputs the system declared in ``needs`` to paths.
+    """
 
     spec: RunSpec
     env: DistEnv
@@ -31,25 +38,44 @@ class WorkerContext:
     emulator: NetworkEmulator
     store: FeatureStore
     labels: torch.Tensor  # all labels (replicated, small), on the training device
-    presample_dir: str | None = None  # presampled blocks, for systems that use them
+    inputs: dict[str, str] = field(default_factory=dict)
+    placement: Placement = field(init=False)
     train_nodes: np.ndarray = field(init=False)
     steps: int = field(init=False)
     sampler: NeighborSampler = field(init=False)
 
     def __post_init__(self) -> None:
-        owner = self.partition.book.owner
-        self.train_nodes = worker_train_nodes(self.dataset.train_idx, owner, self.rank)
-        self.steps = steps_per_epoch(self.dataset.train_idx, owner, self.spec.workers,
-                                     self.spec.batch_size)
         self.sampler = NeighborSampler(self.dataset.indptr, self.dataset.indices,
                                        self.spec.get("fanouts"))
+        self.set_placement(Placement.own(self.world_size))
 
     @property
     def rank(self) -> int:
         return self.env.rank
 
+    @property
+    def world_size(self) -> int:
+        return self.env.world_size
+
+    def set_placement(self, placement: Placement) -> None:
+        """Make ``placement`` current (recomputes the schedule only when it changed)."""
+        if getattr(self, "placement", None) == placement:
+            return
+        if len(placement.parts) != self.world_size:
+            raise ValueError(f"placement for {len(placement.parts)} workers, the run has "
+                             f"{self.world_size}")
+        owner = self.partition.book.owner
+        self.placement = placement
+        self.train_nodes = worker_train_nodes(self.dataset.train_idx, owner,
+                                              list(placement.of(self.rank)))
+        self.steps = placement_steps(self.dataset.train_idx, owner, placement.parts,
+                                     self.spec.batch_size)
+
     def epoch_seeds(self, epoch: int) -> list[np.ndarray]:
-        """The seed nodes of the epoch's ``steps`` batches (see :func:`epoch_seed_nodes`)."""
+        """The seed nodes of the epoch's ``steps`` batches (see :func:`epoch_seed_nodes`);
+        none for a worker the placement leaves idle."""
+        if not self.placement.of(self.rank):
+            return []
         return epoch_seed_nodes(self.train_nodes, self.steps, self.spec.batch_size,
                                 self.spec.seed, self.rank, epoch)
 

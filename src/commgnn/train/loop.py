@@ -1,9 +1,12 @@
 """One training run: launch the workers, and the loop each worker runs.
 
-Every worker: load the memory-mapped dataset and partition, join the process group (gloo
-on CPU, NCCL on CUDA) and the RPC group, serve its features, build the system, train with
-DDP for ``epochs`` epochs (checkpoint after each, resume from the last), evaluate, and
-write per-step JSONL. Rank 0 gathers per-epoch records, writes ``epochs.jsonl`` and
+Every worker: build the system from its options (and refuse a partition it cannot train
+on), load the memory-mapped dataset and partition, join the process group (gloo on CPU,
+NCCL on CUDA) and the RPC group, serve its features, create the model, hand it to the
+system (``System.setup``; the system decides about DDP), then for ``epochs`` epochs run
+the system's steps (the lifecycle in :mod:`commgnn.systems.base`), checkpoint after
+each (model, optimiser, every worker's system state; resume from the last), evaluate,
+and write per-step JSONL. Rank 0 gathers per-epoch records, writes ``epochs.jsonl`` and
 ``summary.json`` and finally renames the run's staging directory ``<run>.partial`` to
 ``<run>`` — so a run directory that exists is complete.
 """
@@ -16,27 +19,27 @@ import os
 import resource
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed import rpc
-from torch.nn.parallel import DistributedDataParallel
 
+from commgnn.config import ConfigError
 from commgnn.data.store import load_dataset
 from commgnn.dist.feature_store import FeatureStore, worker_name
 from commgnn.dist.launcher import DistEnv, external_env, launch
-from commgnn.dist.netem import ALLREDUCE, allreduce_hook, network_from_spec
+from commgnn.dist.netem import ALLREDUCE, network_from_spec
 from commgnn.energy import select_meter
+from commgnn.energy.base import EnergyMeter
 from commgnn.files import write_json_atomic
 from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
-from commgnn.systems.base import get_system
+from commgnn.systems.registry import get_system
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.context import WorkerContext
 from commgnn.train.evaluate import evaluate
@@ -53,7 +56,7 @@ class RunPaths:
     partition: str
     out: str  # final run directory (exists only once complete)
     checkpoints: str
-    presample: str | None = None  # presampled blocks (systems that need them)
+    inputs: dict[str, str] = field(default_factory=dict)  # pipeline inputs (System.needs)
 
     @property
     def staging(self) -> Path:
@@ -156,13 +159,15 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, spec.workers)))
     device = _device(spec.get("device"), env.local_rank)
+    system_cls = get_system(spec.base_system)
+    system = system_cls(spec.system_options)
+    missing = sorted(set(system_cls.needs) - set(paths.inputs))
+    if missing:
+        raise ConfigError(f"system {spec.system!r} needs pipeline inputs {missing} "
+                          "(commgnn train --input NAME=PATH)")
     dataset = load_dataset(paths.dataset)
     partition = load_partition(paths.partition)
-    if partition.num_parts != env.world_size:
-        raise RuntimeError(f"{paths.partition}: {partition.num_parts} parts but "
-                           f"{env.world_size} workers; system {spec.system!r} needs one "
-                           "part per worker")
-    system_cls = get_system(spec.base_system)
+    system.check_partition(partition, env.world_size)
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
                                  env.world_size, num_epochs=spec.get("epochs"))
     _init_groups(env, spec, device)
@@ -171,7 +176,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
             prepare_staging(spec, paths)
         dist.barrier()
     try:
-        _train(env, spec, paths, device, dataset, partition, system_cls, emulator)
+        _train(env, spec, paths, device, dataset, partition, system, emulator)
     except BaseException:
         rpc.shutdown(graceful=False)  # peers may be gone: never wait for them
         raise
@@ -179,7 +184,12 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     dist.destroy_process_group()
 
 
-def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -> None:
+def worker_meter(device: torch.device) -> EnergyMeter:
+    """The energy meter of a worker training on ``device`` (its own GPU, by index)."""
+    return select_meter(str(device))
+
+
+def _train(env, spec, paths, device, dataset, partition, system, emulator) -> None:
     rank, world = env.rank, env.world_size
     book = partition.book
     local_rows = np.ascontiguousarray(dataset.features[book.nodes(rank)])
@@ -188,46 +198,43 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
     labels = torch.from_numpy(np.array(dataset.labels, dtype=np.int64)).to(device)
     ctx = WorkerContext(spec=spec, env=env, device=device, dataset=dataset,
                         partition=partition, emulator=emulator, store=store, labels=labels,
-                        presample_dir=paths.presample)
-    system = system_cls(ctx)
-    system.prepare()
+                        inputs=dict(paths.inputs))
 
     model, optimizer = _fresh_model(spec, dataset, device)
     ckpt_dir = Path(paths.checkpoints)
-    start_epoch = 0
+    start_epoch, system_state = 0, None
     if spec.get("checkpoint") and spec.get("resume"):
-        start_epoch = load_checkpoint(ckpt_dir, model, optimizer, spec.resume_key())
-        if start_epoch and not _recorded(paths.staging, start_epoch):
+        restored = load_checkpoint(ckpt_dir, model, optimizer, spec.resume_key(), world)
+        if restored and not _recorded(paths.staging, restored.next_epoch):
             log.warning("checkpoint at epoch %d but earlier records are missing; starting over",
-                        start_epoch - 1)
+                        restored.next_epoch - 1)
             model, optimizer = _fresh_model(spec, dataset, device)
-            start_epoch = 0
-        if start_epoch:
+            restored = None
+        if restored:
+            start_epoch, system_state = restored.next_epoch, restored.system_states[rank]
             log.info("resuming from checkpoint: epoch %d", start_epoch)
     dist.barrier()  # every worker decided before rank 0 rewrites the records
-    ddp = DistributedDataParallel(model)
-    hook = system.gradient_hook()
-    if hook is None and system_cls.uses_network:
-        hook = allreduce_hook(emulator, rank, world)
-    if hook is not None:
-        ddp.register_comm_hook(None, hook)
+    system.setup(ctx, model, optimizer)
+    if system_state is not None:
+        system.load_state_dict(system_state)
 
     staging = paths.staging
     steps_out = JsonlWriter(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
     epochs_out = (JsonlWriter(staging / "epochs.jsonl", keep_epochs_below=start_epoch)
                   if rank == 0 else None)
-    meter = select_meter(device.type)
+    meter = worker_meter(device)
     meter.start()
     epochs = spec.get("epochs")
     eval_every = spec.get("eval_every")
     for epoch in range(start_epoch, epochs):
         torch.manual_seed(derive_seed(spec.seed, "torch", rank, epoch) % 2**63)
         emulator.set_epoch(epoch)
+        ctx.set_placement(system.placement(epoch))
         system.start_epoch(epoch)
         dist.barrier()
         energy0 = meter.read_joules()
         sync0 = emulator.totals(ALLREDUCE).charged_s
-        record = _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator, meter)
+        record = _run_epoch(system, epoch, rank, steps_out, emulator, meter)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
         record["time_s"] = time.perf_counter() - record.pop("_start")
         record["energy_j"] = meter.read_joules() - energy0
@@ -235,15 +242,21 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
         record["recent_rtt_s"] = {str(o): rtt for o in range(world)
                                   if (rtt := store.recent_rtt_s(o)) is not None}
+        record["parts"] = list(ctx.placement.of(rank))
         last = epoch == epochs - 1
         if last or (eval_every and (epoch + 1) % eval_every == 0):
             record.update(evaluate(ctx, system, model, epoch))
         gathered = [None] * world
-        dist.all_gather_object(gathered, record)
+        dist.all_gather_object(gathered, (record, system.state_dict()))
+        records = [r for r, _ in gathered]
+        system.observe_epoch(records)
         if rank == 0:
-            epochs_out.write(json.dumps(epoch_summary(epoch, gathered), sort_keys=True))
+            epochs_out.write(json.dumps(epoch_summary(epoch, records,
+                                                      type(system).metric_reductions()),
+                                        sort_keys=True))
             if spec.get("checkpoint"):
-                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key())
+                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(),
+                                [s for _, s in gathered])
         dist.barrier()
     steps_out.close()
     system.close()
@@ -252,7 +265,7 @@ def _train(env, spec, paths, device, dataset, partition, system_cls, emulator) -
         epochs_out.close()
         records = [json.loads(line) for line in (staging / "epochs.jsonl").read_text()
                    .splitlines() if line]
-        summary = run_summary(spec, records, meter.name, device, env.launcher)
+        summary = run_summary(spec, system, records, meter.name, device, env.launcher)
         write_tidy_tables(staging, world)
         write_json_atomic(staging / "summary.json", summary)
         out = Path(paths.out)
@@ -282,12 +295,12 @@ def _recorded(staging: Path, epochs: int) -> bool:
     return set(range(epochs)) <= seen
 
 
-def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator, meter) -> dict:
+def _run_epoch(system, epoch, rank, steps_out, emulator, meter) -> dict:
     totals = {"epoch": epoch, "worker": rank, "steps": 0, "sample_s": 0.0,
               "fetch_wait_s": 0.0, "compute_s": 0.0, "remote_rpcs": 0, "remote_rows": 0,
               "remote_bytes": 0, "cache_hits": 0, "cache_misses": 0, "local_rows": 0,
               "loss_sum": 0.0, "correct": 0, "seen": 0, "_start": time.perf_counter()}
-    ddp.train()
+    system.train_module.train()
     batches = iter(system.batches(epoch))
     while True:
         t0 = time.perf_counter()
@@ -297,14 +310,8 @@ def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator, meter) 
             break
         t1 = time.perf_counter()
         sync0 = emulator.totals(ALLREDUCE).charged_s
-        logits = ddp(prepared.batch.blocks, prepared.features)
-        loss = F.cross_entropy(logits, prepared.labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        out = system.train_step(prepared)
         t2 = time.perf_counter()
-        n = int(prepared.labels.shape[0])
-        correct = int((logits.argmax(dim=1) == prepared.labels).sum())
         counts = prepared.counts
         step = StepRecord(
             epoch=epoch, step=prepared.step, worker=rank, sample_s=prepared.sample_s,
@@ -313,15 +320,16 @@ def _run_epoch(ddp, optimizer, system, epoch, rank, steps_out, emulator, meter) 
             remote_rpcs=counts.remote_rpcs, remote_rows=counts.remote_rows,
             remote_bytes=counts.remote_bytes, cache_hits=prepared.cache_hits,
             cache_misses=prepared.cache_misses, local_rows=counts.local_rows,
-            loss=float(loss.detach()), acc=correct / max(1, n), batch_size=n,
+            loss=out.loss, acc=out.correct / max(1, out.seen), batch_size=out.seen,
             energy_j=meter.read_joules() - energy0, energy_meter=meter.name,
-            extra=prepared.extra)
+            extra={**prepared.extra, **out.extra})
         steps_out.write(step.to_json())
+        system.observe(step)
         totals["steps"] += 1
         for key in ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
                     "remote_bytes", "cache_hits", "cache_misses", "local_rows"):
             totals[key] += getattr(step, key)
         totals["loss_sum"] += step.loss
-        totals["correct"] += correct
-        totals["seen"] += n
+        totals["correct"] += out.correct
+        totals["seen"] += out.seen
     return totals

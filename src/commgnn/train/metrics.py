@@ -12,12 +12,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STEP_FIELDS = (
-    "epoch", "step", "worker", "sample_s", "fetch_wait_s", "compute_s", "sync_s", "step_s",
-    "remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses", "local_rows",
-    "loss", "acc", "batch_size", "energy_j", "energy_meter",
-)
-
 
 @dataclass
 class StepRecord:

@@ -33,7 +33,6 @@ TRAINING_DEFAULTS: dict = {
     "resume": True,
 }
 
-BUILTIN_SYSTEMS = ("default", "oracle", "rapidgnn")
 NETWORK_PRESET_NAMES = ("none", "1gbe", "10gbe", "25gbe")
 
 EXPERIMENT_DEFAULTS: dict = {
@@ -102,12 +101,21 @@ def network_spec(config: dict, name: str) -> dict:
         return dict(named[name])
     if name in NETWORK_PRESET_NAMES:
         return {"preset": name}
-    raise ValueError(f"experiments: network {name!r} is neither in 'networks' nor a preset "
+    raise ValueError(f"network {name!r} is neither in 'networks' nor a preset "
                      f"{NETWORK_PRESET_NAMES}")
 
 
 def expand_experiments(config: dict) -> list[RunSpec]:
-    """The cross product of every ``experiments`` entry, de-duplicated, in a stable order."""
+    """The cross product of every ``experiments`` entry, de-duplicated, in a stable order.
+
+    Checks the config first (:func:`commgnn.systems.registry.check_config`); each run's
+    ``system_options`` are its system's resolved options (defaults filled in, ``system``
+    naming the implementation). Raises :class:`~commgnn.config.ConfigError`.
+    """
+    from commgnn.config import ConfigError
+    from commgnn.systems.registry import check_config, resolve_system
+
+    check_config(config)
     training = {**TRAINING_DEFAULTS, **config.get("training", {})}
     runs: dict[str, RunSpec] = {}
     for index, exp in enumerate(config.get("experiments", [])):
@@ -115,23 +123,22 @@ def expand_experiments(config: dict) -> list[RunSpec]:
         for key, section in (("datasets", "datasets"), ("partitionings", "partitionings")):
             missing = sorted(set(exp[key]) - set(config[section]))
             if missing:
-                raise ValueError(f"experiments[{index}].{key}: {missing} not defined in "
-                                 f"'{section}'")
-        unknown = sorted(set(exp["systems"]) - set(BUILTIN_SYSTEMS) -
-                         set(config.get("systems", {})))
-        if unknown:
-            raise ValueError(f"experiments[{index}].systems: {unknown} are neither built-in "
-                             f"systems {BUILTIN_SYSTEMS} nor defined in 'systems'")
+                raise ConfigError(f"experiments[{index}].{key}: {missing} not defined in "
+                                  f"'{section}'")
         for combo in itertools.product(exp["systems"], exp["datasets"], exp["partitionings"],
                                        exp["models"], exp["batch_sizes"], exp["networks"],
                                        exp["seeds"]):
             system, dataset, part, model, batch, net, seed = combo
+            _, options = resolve_system(config, system, f"experiments[{index}].systems")
+            try:
+                network = network_spec(config, net)
+            except ValueError as exc:
+                raise ConfigError(f"experiments[{index}].networks: {exc}") from None
             spec = RunSpec(
                 system=system, dataset=dataset, partitioning=part, model=model,
-                batch_size=int(batch), network=net, network_spec=network_spec(config, net),
+                batch_size=int(batch), network=net, network_spec=network,
                 seed=int(seed), workers=int(config["partitionings"][part]["parts"]),
-                training=training,
-                system_options=dict(config.get("systems", {}).get(system, {})),
+                training=training, system_options=options,
             )
             runs.setdefault(spec.run_id, spec)
     return list(runs.values())

@@ -1,7 +1,8 @@
 """Aggregate per-worker epoch records into epoch rows and the run's ``summary.json``.
 
 Synchronous training: an epoch lasts as long as its slowest worker, so epoch time is the
-max over workers; communication counts and energy are sums over workers.
+max over workers; communication counts and energy are sums over workers. A system's own
+metrics are combined as its class declares (``System.reductions``).
 """
 
 from __future__ import annotations
@@ -14,17 +15,29 @@ from statistics import mean
 import pandas as pd
 import torch
 
+from commgnn.systems.base import System, reduce_values
 from commgnn.train.spec import RunSpec
 
 SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
           "local_rows", "energy_j", "steps")
-SYSTEM_SUMMED = ("prefetch_fallbacks", "extra_remote_rows", "extra_remote_rpcs")
-SYSTEM_MAX = ("cache_bytes_max", "staged_bytes_max", "memory_bound_bytes")
+#: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
+#: added to the epoch's remote totals.
+OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
 TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
+#: The keys every run summary has, whatever its system (tables start with these).
+COMMON_KEYS = (
+    "system", "base_system", "dataset", "partitioning", "model", "batch_size", "network",
+    "seed", "workers", "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch",
+    "remote_rows_per_epoch", "remote_bytes_per_epoch", "step_remote_rows_per_epoch",
+    "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
+    "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch", "test_acc", "val_acc",
+    "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "steps_per_epoch",
+)
 
 
-def epoch_summary(epoch: int, workers: list[dict]) -> dict:
-    """One epoch's record: aggregates plus the per-worker records."""
+def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -> dict:
+    """One epoch's record: aggregates plus the per-worker records. ``reductions`` are the
+    system's declared metrics (``System.metric_reductions()``)."""
     seen = sum(w["seen"] for w in workers)
     row = {
         "epoch": epoch,
@@ -33,21 +46,20 @@ def epoch_summary(epoch: int, workers: list[dict]) -> dict:
                                                                        for w in workers)),
         "train_acc": sum(w["correct"] for w in workers) / max(1, seen),
         "peak_mem_bytes": max(w["peak_mem_bytes"] for w in workers),
+        "steps_max": max(w["steps"] for w in workers),
         "workers": workers,
     }
     for key in SUMMED:
         row[key] = sum(w[key] for w in workers)
-    # Traffic a system sends outside its steps (e.g. cache fills) counts as remote traffic.
-    for key in ("rpcs", "rows", "bytes"):
-        extra = sum(w.get(f"extra_remote_{key}", 0) for w in workers)
-        row[f"step_remote_{key}"] = row[f"remote_{key}"]
-        row[f"remote_{key}"] += extra
-    for key in SYSTEM_SUMMED:
-        if key in workers[0]:
-            row[key] = sum(w[key] for w in workers)
-    for key in SYSTEM_MAX:
-        if key in workers[0]:
-            row[key] = max(w[key] for w in workers)
+    for key in OUTSIDE_STEPS:
+        row[key] = sum(w.get(key, 0) for w in workers)
+    for kind in ("rpcs", "rows", "bytes"):
+        row[f"step_remote_{kind}"] = row[f"remote_{kind}"]
+        row[f"remote_{kind}"] += row[f"extra_remote_{kind}"]
+    for key, how in reductions.items():
+        values = [w[key] for w in workers if key in w]
+        if values:
+            row[key] = reduce_values(how, values)
     for key in TIMES:
         row[f"{key}_max"] = max(w[key] for w in workers)
     for key in ("val_acc", "test_acc"):
@@ -56,14 +68,32 @@ def epoch_summary(epoch: int, workers: list[dict]) -> dict:
     return row
 
 
-def run_summary(spec: RunSpec, epochs: list[dict], meter: str, device: torch.device,
-                launcher: str) -> dict:
-    """The run's summary: the keys every system reports, then extras."""
+def system_summary(reductions: dict[str, str], epochs: list[dict]) -> dict:
+    """The run-level values of a system's declared metrics (see ``REDUCTIONS``)."""
+    out = {}
+    for key, how in sorted(reductions.items()):
+        values = [e[key] for e in epochs if key in e]
+        if not values:
+            continue
+        if how == "sum":
+            out[f"{key}_per_epoch"] = mean(values)
+        else:
+            out[key] = reduce_values(how, values)
+    return out
+
+
+def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
+                device: torch.device, launcher: str) -> dict:
+    """The run's summary: :data:`COMMON_KEYS`, the system's declared metrics (listed in
+    ``system_metrics``), then the run's settings."""
     last_eval = [e for e in epochs if "test_acc" in e]
     per_epoch = {key: mean(e[key] for e in epochs) for key in
-                 ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses")}
+                 ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
+                  "step_remote_rows", *OUTSIDE_STEPS)}
+    metrics = system_summary(type(system).metric_reductions(), epochs)
     return {
         "system": spec.system,
+        "base_system": system.name,
         "dataset": spec.dataset,
         "partitioning": spec.partitioning,
         "model": spec.model,
@@ -76,6 +106,8 @@ def run_summary(spec: RunSpec, epochs: list[dict], meter: str, device: torch.dev
         "remote_rpcs_per_epoch": per_epoch["remote_rpcs"],
         "remote_rows_per_epoch": per_epoch["remote_rows"],
         "remote_bytes_per_epoch": per_epoch["remote_bytes"],
+        "step_remote_rows_per_epoch": per_epoch["step_remote_rows"],
+        **{f"{key}_per_epoch": per_epoch[key] for key in OUTSIDE_STEPS},
         "cache_hits_per_epoch": per_epoch["cache_hits"],
         "cache_misses_per_epoch": per_epoch["cache_misses"],
         "test_acc": last_eval[-1]["test_acc"] if last_eval else math.nan,
@@ -84,17 +116,15 @@ def run_summary(spec: RunSpec, epochs: list[dict], meter: str, device: torch.dev
         "energy_j": sum(e["energy_j"] for e in epochs),
         "energy_meter": meter,
         "peak_mem_bytes": max(e["peak_mem_bytes"] for e in epochs),
-        "steps_per_epoch": epochs[-1]["steps"] // spec.workers,
+        "steps_per_epoch": max(e["steps_max"] for e in epochs),
         "epoch_times_s": [e["time_s"] for e in epochs],
-        "step_remote_rows_per_epoch": mean(e["step_remote_rows"] for e in epochs),
-        **{f"{key}_per_epoch": mean(e[key] for e in epochs)
-           for key in SYSTEM_SUMMED if key in epochs[-1]},
-        **{key: max(e[key] for e in epochs) for key in SYSTEM_MAX if key in epochs[-1]},
+        **metrics,
+        "system_metrics": sorted(metrics),
         "device": str(device),
         "launcher": launcher,
         "network_spec": spec.network_spec,
         "training": spec.training,
-        "system_options": spec.system_options,
+        "system_options": {**system.options, "system": system.name},
     }
 
 
