@@ -30,7 +30,8 @@ COMMON_KEYS = (
     "seed", "workers", "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch",
     "remote_rows_per_epoch", "remote_bytes_per_epoch", "step_remote_rows_per_epoch",
     "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
-    "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch", "test_acc", "val_acc",
+    "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch",
+    "test_acc", "val_acc",
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "steps_per_epoch",
 )
 
