@@ -136,3 +136,29 @@ def test_nvml_real_gpu():
     m.start()
     time.sleep(0.2)
     assert m.stop() > 0
+
+
+def test_worker_meter_reads_its_own_gpu(monkeypatch):
+    """The training loop meters the GPU a worker trains on, not always GPU 0."""
+    import torch
+
+    from commgnn.energy import select as select_mod
+    from commgnn.train.loop import worker_meter
+
+    opened = []
+
+    class TwoGpus(_FakeNvml):
+        def nvmlDeviceGetCount(self):
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            opened.append(i)
+            return f"h{i}"
+
+    fake = TwoGpus(total_energy=True)
+    monkeypatch.setattr(nvml_mod, "_pynvml", lambda: fake)
+    monkeypatch.setattr(select_mod, "nvml_available", lambda: True)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    meter = worker_meter(torch.device("cuda", 1))
+    assert opened == [1]
+    assert "nvml" in meter.name

@@ -85,9 +85,6 @@ class CongestionSchedule(ABC):
     def node_delays_s(self, epoch: int, t: float | None = None) -> dict[int, float]:
         """Congested nodes → extra one-way delay in seconds (clean nodes absent)."""
 
-    def node_delay_s(self, node: int, epoch: int, t: float | None = None) -> float:
-        return self.node_delays_s(epoch, t).get(int(node), 0.0)
-
     def extra_delay_s(self, src: int, dst: int, epoch: int, t: float | None = None) -> float:
         """Delay one message between ``src`` and ``dst`` pays: max of the two nodes' delays.
 

@@ -275,9 +275,6 @@ class NetworkEmulator:
         )
         return free_links and isinstance(self.congestion, NoCongestion)
 
-    def link(self, src: int, dst: int) -> LinkModel:
-        return self._links[src][dst]
-
     def crosses_machines(self, src: int, dst: int) -> bool:
         return self.node_of[src] != self.node_of[dst]
 

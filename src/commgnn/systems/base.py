@@ -60,9 +60,6 @@ PIPELINE_INPUTS = {
                  "(`commgnn presample`)",
 }
 
-#: Partition methods of the pipeline (`partitionings.<name>.method`).
-PARTITION_METHODS = ("metis", "random", "chunk")
-
 
 @dataclass
 class PreparedBatch:
