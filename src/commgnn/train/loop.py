@@ -114,7 +114,9 @@ def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
     if spec.get("interface"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", spec.get("interface"))
         os.environ.setdefault("TP_SOCKET_IFNAME", spec.get("interface"))
-    backend = "nccl" if device.type == "cuda" else "gloo"
+    # On CUDA, NCCL carries the gradients and gloo the small CPU collectives (evaluation
+    # sums, gathered records); on CPU, gloo carries everything.
+    backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
     if env.launcher == "local":
         init_method = f"tcp://{env.master_addr}:{env.master_port}"
     else:  # torchrun's agent already serves a store on MASTER_PORT: join it via env://
@@ -123,7 +125,8 @@ def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
         init_method = "env://"
     dist.init_process_group(backend, init_method=init_method, rank=env.rank,
                             world_size=env.world_size,
-                            timeout=timedelta(seconds=spec.get("collective_timeout_s")))
+                            timeout=timedelta(seconds=spec.get("collective_timeout_s")),
+                            device_id=device if device.type == "cuda" else None)
     options = rpc.TensorPipeRpcBackendOptions(
         init_method=f"tcp://{env.master_addr}:{env.rpc_port}",
         rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8)
