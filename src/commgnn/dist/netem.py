@@ -1,48 +1,55 @@
 """Network emulation: every byte that would cross a machine boundary pays one emulated cost.
 
 The host running the workers has no real network between them (and no ``netem``), so each
-transfer that would cross a machine boundary — feature fetches, gradient all-reduce, model
-migration, repartition shuffles — is *charged* by the sending thread: it really waits
-(``time.sleep`` + a short bounded busy-wait tail) for the emulated cost, so overlap with
-compute on other threads is real. Every system pays through the same :class:`NetworkEmulator`.
+transfer that would cross a machine boundary — feature fetches, neighbour-list requests,
+gradient all-reduce, model migration, repartition shuffles — is *charged* by the thread
+that makes it: it really waits, so overlap with compute on other threads is real. Every
+system pays through the same :class:`NetworkEmulator`.
 
-Cost of a one-way transfer of ``nbytes`` in ``m`` messages from worker ``src`` to ``dst``::
+NICs (:mod:`commgnn.dist.nic`): each machine has one egress and one ingress link, shared
+by every thread and process on it. A transfer's bytes occupy the sender's egress and the
+receiver's ingress (virtual clocks shared by all processes of the host), so concurrent
+transfers share bandwidth: a background cache fill slows a foreground fetch, RPC
+responses and the all-reduce of a machine queue on its egress. Latencies and congestion
+delays are waited for after the bytes and do not occupy the links.
 
-    cost = m · (latency + congestion) + nbytes / bandwidth          (0 if same machine)
+Cost of a one-way transfer of ``nbytes`` in ``m`` messages on idle links (``f`` = time
+dilation, ``δ`` = congestion delay)::
 
-- ``latency``/``bandwidth`` come from the directed link's :class:`LinkModel`;
-- ``congestion = schedule.extra_delay_s(node(src), node(dst), epoch, t)`` — the larger of
-  the two nodes' extra one-way delays (see :mod:`commgnn.dist.congestion`) — and only for
-  traffic classes the schedule applies to (``congested_traffic``; ``None`` = all).
+    cost = f · [m · (latency + δ) + nbytes / bandwidth + γ · nbytes · δ_ms]   (0 on one machine)
 
-A request/response round trip (an RPC: the requester asks, the owner answers) costs::
+An RPC round trip (requester asks, owner answers) — GreenDyGNN's Eq. 4,
+``T = α + β·N·F_b + γ_c·N·F_b·δ``, with the links' latencies in α::
 
-    rtt = [latency(req→own) + request_bytes / bw(req→own)]
-        + [latency(own→req) + response_bytes / bw(own→req)]
-        + congestion(req, own)                                  (once per round trip)
+    rtt = f · [α + latency(req→own) + request_bytes / bw(req→own) + δ
+               + latency(own→req) + response_bytes / bw(own→req) + γ · response_bytes · δ_ms]
 
-The congestion term is paid once because GreenDyGNN §VI-A injects *one-way* delay with
-``tc netem`` on the congested node: the RPC's round-trip time rises by that delay once.
+``α`` (``rpc_overhead_us``) and ``γ`` (``congestion_gamma``, s/byte/ms) default to 0,
+which is latency + bytes / bandwidth (the γ = 0 case). The congestion term is paid once
+per round trip because GreenDyGNN §VI-A injects *one-way* delay with ``tc netem`` on the
+congested node. (The paper's fitted α, β, γ are not legible in the copy under
+``../shared/papers``; presets carry the links' latency and bandwidth only.)
 
 A ring all-reduce of a ``B``-byte bucket over ``P`` workers (reduce-scatter then all-gather,
 ``P−1`` steps each, one chunk of ``B/P`` bytes per step to the ring neighbour ``rank+1``)
-makes each worker send::
+makes each worker send ``ceil(2 (P−1) B / P)`` bytes in ``2 (P−1)`` messages on the link
+``rank → (rank+1) mod P`` (see :func:`ring_allreduce_bytes` and :func:`allreduce_hook`).
+The real all-reduce that follows blocks on the slowest worker, so one congested node
+delays everyone, as on a real ring.
 
-    bytes    = ceil(2 (P−1) B / P)
-    messages = 2 (P−1)
-    cost     = 2 (P−1) · (latency + congestion) + bytes / bandwidth
-
-charged to the link ``rank → (rank+1) mod P`` (see :func:`ring_allreduce_bytes` and
-:func:`allreduce_hook`). The real all-reduce that follows blocks on the slowest worker, so one
-congested node delays everyone, as on a real ring.
+Time dilation (Gupta et al., "To Infinity and Beyond: Time-Warped Network Emulation",
+NSDI 2006): compute here is ``f`` times slower than on the target accelerator, so the
+emulated network is slowed by the same ``f`` (bandwidth ÷ f, latencies and delays × f)
+and compute and communication keep the target's proportions; reported times divided by
+``f`` are target times. ``f = 1`` is no dilation.
 
 Traffic classes (``traffic=`` on every charge): :data:`FETCH` (feature-fetch RPCs, the DGL
-RPC port of the paper), :data:`ALLREDUCE` (gradient sync), :data:`MIGRATION` (model or
-activation migration), :data:`SHUFFLE` (repartition shuffles), :data:`OTHER`.
+RPC port of the paper), :data:`SAMPLING` (remote neighbour lists), :data:`ALLREDUCE`
+(gradient sync), :data:`MIGRATION` (model or activation migration), :data:`SHUFFLE`
+(repartition shuffles), :data:`OTHER`.
 
-Time: ``t`` for time-based schedules is the emulator's elapsed seconds since construction or
-:meth:`NetworkEmulator.reset_clock` (``time.perf_counter`` based; reset it after a barrier so
-that all workers share an origin).
+Time: ``t`` for time-based schedules is the emulator's elapsed target seconds since
+construction or :meth:`NetworkEmulator.reset_clock`.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from commgnn.dist.congestion import (
     congestion_from_spec,
     default_congested_traffic,
 )
+from commgnn.dist.nic import NicClocks, transfer
 
 __all__ = [
     "ALLREDUCE",
@@ -68,17 +76,20 @@ __all__ = [
     "MIGRATION",
     "NETWORK_PRESETS",
     "OTHER",
+    "SAMPLING",
     "SHUFFLE",
     "LinkModel",
     "LinkStats",
     "NetworkEmulator",
     "allreduce_hook",
+    "dilation_of",
     "network_from_spec",
     "ring_allreduce_bytes",
     "ring_allreduce_messages",
 ]
 
 FETCH = "fetch"
+SAMPLING = "sampling"
 ALLREDUCE = "allreduce"
 MIGRATION = "migration"
 SHUFFLE = "shuffle"
@@ -172,16 +183,16 @@ class LinkStats:
 
 
 def _wait_until(deadline: float, spin_s: float) -> None:
-    """Sleep until ``deadline - spin_s`` (perf_counter), then spin to the deadline."""
+    """Sleep until ``deadline - spin_s`` (``time.monotonic``), then spin to the deadline."""
     while True:
-        remaining = deadline - time.perf_counter()
+        remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
         if remaining > spin_s:
             time.sleep(remaining - spin_s)
         else:
             break
-    while time.perf_counter() < deadline:
+    while time.monotonic() < deadline:
         pass
 
 
@@ -220,6 +231,10 @@ class NetworkEmulator:
         node_of: Sequence[int] | None = None,
         spin_s: float = DEFAULT_SPIN_S,
         clock: Callable[[], float] = time.perf_counter,
+        nic: NicClocks | None = None,
+        time_dilation: float = 1.0,
+        rpc_overhead_s: float = 0.0,
+        congestion_gamma: float = 0.0,
     ) -> None:
         self.num_workers = int(num_workers)
         if self.num_workers < 1:
@@ -243,6 +258,16 @@ class NetworkEmulator:
         if len(self.node_of) != self.num_workers:
             raise ValueError("node_of must have one entry per worker")
         self.spin_s = max(0.0, float(spin_s))
+        self.nic = nic if nic is not None else NicClocks(max(self.node_of) + 1)
+        if self.nic.machines <= max(self.node_of):
+            raise ValueError(f"NIC clocks for {self.nic.machines} machines, the workers sit on "
+                             f"{max(self.node_of) + 1}")
+        self.time_dilation = 1.0
+        self.set_time_dilation(time_dilation)
+        self.rpc_overhead_s = float(rpc_overhead_s)
+        self.congestion_gamma = float(congestion_gamma)
+        if self.rpc_overhead_s < 0 or self.congestion_gamma < 0:
+            raise ValueError("rpc_overhead_s and congestion_gamma must be >= 0")
         self._clock = clock
         self._t0 = clock()
         self._epoch = 0
@@ -258,9 +283,18 @@ class NetworkEmulator:
         """Current epoch, used by every call that does not pass one."""
         self._epoch = int(epoch)
 
+    def set_time_dilation(self, factor: float) -> None:
+        """Slow the emulated network by ``factor`` (bandwidth ÷ f, latencies and delays × f;
+        time-based schedules see elapsed time ÷ f). See the module doc."""
+        factor = float(factor)
+        if not (math.isfinite(factor) and factor >= 1.0):
+            raise ValueError(f"time dilation must be a finite factor >= 1, got {factor}")
+        self.time_dilation = factor
+
     def elapsed(self) -> float:
-        """Seconds since construction or the last :meth:`reset_clock`."""
-        return self._clock() - self._t0
+        """Target-time seconds since construction or the last :meth:`reset_clock` (wall
+        seconds ÷ the time dilation)."""
+        return (self._clock() - self._t0) / self.time_dilation
 
     def reset_clock(self) -> None:
         self._t0 = self._clock()
@@ -300,17 +334,25 @@ class NetworkEmulator:
         messages: int = 1,
         traffic: str = FETCH,
     ) -> float:
-        """Emulated seconds of a one-way transfer: ``m·(latency + congestion) + bytes/bw``.
+        """Emulated wall seconds of a one-way transfer on idle links:
+        ``f · [m·(latency + congestion) + bytes/bw + γ·bytes·δ_ms]``.
 
         Pure (no waiting, no counting). ``epoch`` defaults to :meth:`set_epoch`'s, ``t`` to
-        :meth:`elapsed`. Zero between workers on the same machine.
+        :meth:`elapsed`. Zero between workers on the same machine. Concurrent transfers
+        through the same NIC take longer (:meth:`charge` queues them).
         """
         self._check(src, dst)
         if not self.crosses_machines(src, dst) or (nbytes <= 0 and messages <= 0):
             return 0.0
         lk = self._links[src][dst]
         cong = self._congestion_s(src, dst, epoch, t, traffic)
-        return messages * (lk.latency_s + cong) + lk.serialisation_time(nbytes)
+        return self.time_dilation * (messages * (lk.latency_s + cong)
+                                     + lk.serialisation_time(nbytes)
+                                     + self._gamma_s(nbytes, cong))
+
+    def _gamma_s(self, nbytes: float, congestion_s: float) -> float:
+        """GreenDyGNN Eq. 4's congestion term γ·N·F_b·δ (δ in ms), undilated."""
+        return self.congestion_gamma * float(nbytes) * congestion_s * 1e3
 
     def request_cost_s(
         self,
@@ -323,7 +365,8 @@ class NetworkEmulator:
         *,
         traffic: str = FETCH,
     ) -> float:
-        """Emulated round trip: request one way + response back + congestion once."""
+        """Emulated wall seconds of a round trip on idle links (see module doc):
+        ``f · [α + lat·2 + req/bw + resp/bw + δ + γ·resp·δ_ms]``."""
         return sum(self._request_legs(requester, owner, request_bytes, response_bytes,
                                       epoch, t, traffic))
 
@@ -332,10 +375,11 @@ class NetworkEmulator:
         self._check(requester, owner)
         if not self.crosses_machines(requester, owner):
             return 0.0, 0.0
-        up = self._links[requester][owner].transfer_time(request_bytes)
+        f = self.time_dilation
+        up = self._links[requester][owner].transfer_time(request_bytes) + self.rpc_overhead_s
         down = self._links[owner][requester].transfer_time(response_bytes)
         cong = self._congestion_s(requester, owner, epoch, t, traffic)
-        return up + cong, down
+        return f * (up + cong), f * (down + self._gamma_s(response_bytes, cong))
 
     def ring_allreduce_cost_s(self, rank: int, world_size: int, nbytes: int,
                               epoch: int | None = None, t: float | None = None) -> float:
@@ -349,10 +393,22 @@ class NetworkEmulator:
     # -- charging (really waits) ---------------------------------------------------------
     def wait(self, seconds: float) -> float:
         """Block the calling thread for ``seconds``; returns the wall time actually waited."""
-        start = time.perf_counter()
+        start = time.monotonic()
         if seconds > 0:
             _wait_until(start + seconds, self.spin_s)
-        return time.perf_counter() - start
+        return time.monotonic() - start
+
+    def _leg(self, src: int, dst: int, nbytes: float, delay_s: float) -> float:
+        """Carry ``nbytes`` through ``src``'s egress and ``dst``'s ingress (shared with every
+        other transfer of those machines), then wait ``delay_s`` (latencies, congestion);
+        returns the modelled seconds from asking for the links to the end."""
+        lk = self._links[src][dst]
+        bytes_per_s = lk.bandwidth_bytes_per_s / self.time_dilation
+        start, finish = transfer(self.nic, self.node_of[src], self.node_of[dst], nbytes,
+                                 bytes_per_s, lambda deadline: _wait_until(deadline, self.spin_s))
+        end = finish + delay_s
+        _wait_until(end, self.spin_s)
+        return end - start
 
     def charge(
         self,
@@ -364,12 +420,20 @@ class NetworkEmulator:
         messages: int = 1,
         traffic: str = FETCH,
     ) -> float:
-        """Wait for :meth:`cost_s` on the calling thread, count it, return the seconds charged."""
-        cost = self.cost_s(src, dst, nbytes, epoch, messages=messages, traffic=traffic)
-        waited = self.wait(cost)
-        if self.crosses_machines(src, dst):
-            self._count(src, dst, traffic, int(nbytes), messages, cost, waited)
-        return cost
+        """Carry a one-way transfer through the NICs and wait for it on the calling thread;
+        count it and return the modelled seconds (:meth:`cost_s` when the links are idle,
+        more when other transfers share them)."""
+        self._check(src, dst)
+        if not self.crosses_machines(src, dst):
+            return 0.0
+        start = time.monotonic()
+        lk = self._links[src][dst]
+        cong = self._congestion_s(src, dst, epoch, None, traffic)
+        delay = self.time_dilation * (messages * (lk.latency_s + cong)
+                                      + self._gamma_s(nbytes, cong))
+        charged = self._leg(src, dst, nbytes, delay)
+        self._count(src, dst, traffic, int(nbytes), messages, charged, time.monotonic() - start)
+        return charged
 
     def charge_request(
         self,
@@ -381,20 +445,26 @@ class NetworkEmulator:
         *,
         traffic: str = FETCH,
     ) -> float:
-        """Wait for a round trip (:meth:`request_cost_s`), count both legs, return the cost.
-
-        The request is counted on ``requester → owner`` (with the congestion delay), the
-        response on ``owner → requester``; one message each.
-        """
-        up, down = self._request_legs(requester, owner, request_bytes, response_bytes,
-                                      epoch, None, traffic)
-        cost = up + down
-        waited = self.wait(cost)
-        if self.crosses_machines(requester, owner):
-            share = waited / cost if cost > 0 else 0.0
-            self._count(requester, owner, traffic, int(request_bytes), 1, up, up * share)
-            self._count(owner, requester, traffic, int(response_bytes), 1, down, down * share)
-        return cost
+        """A round trip through the NICs: the request (``requester → owner``, with the
+        per-request overhead α and the congestion delay once), then the response (``owner
+        → requester``, with γ·bytes·δ); counts both legs (one message each) and returns the
+        modelled seconds (:meth:`request_cost_s` when the links are idle)."""
+        self._check(requester, owner)
+        if not self.crosses_machines(requester, owner):
+            return 0.0
+        f = self.time_dilation
+        start = time.monotonic()
+        cong = self._congestion_s(requester, owner, epoch, None, traffic)
+        up_delay = f * (self._links[requester][owner].latency_s + self.rpc_overhead_s + cong)
+        up = self._leg(requester, owner, request_bytes, up_delay)
+        mid = time.monotonic()
+        down_delay = f * (self._links[owner][requester].latency_s
+                          + self._gamma_s(response_bytes, cong))
+        down = self._leg(owner, requester, response_bytes, down_delay)
+        end = time.monotonic()
+        self._count(requester, owner, traffic, int(request_bytes), 1, up, mid - start)
+        self._count(owner, requester, traffic, int(response_bytes), 1, down, end - mid)
+        return up + down
 
     def charge_ring_allreduce(self, rank: int, world_size: int, nbytes: int,
                               epoch: int | None = None) -> float:
@@ -488,6 +558,7 @@ def network_from_spec(
     spec: str | Mapping[str, Any] | None,
     num_workers: int,
     num_epochs: int | None = None,
+    nic: NicClocks | None = None,
 ) -> NetworkEmulator:
     """Build an emulator from a preset name or a mapping.
 
@@ -502,17 +573,25 @@ def network_from_spec(
                                                    see commgnn.dist.congestion
         workers_per_node: int                      workers sharing one machine (default 1)
         spin_us: float                             busy-wait tail per charge (default 200)
+        rpc_overhead_us: float                     α: fixed cost per request (default 0)
+        congestion_gamma: float                    γ in s/byte/ms (default 0)
+        time_dilation: float >= 1 | "auto"         f (default 1; "auto": 1 here, the
+                                                   training loop measures and sets it)
+        reference_step_ms: float                   accelerator step time for "auto"
 
-    ``num_epochs`` fills in a ``greendygnn`` congestion spec that leaves it out.
+    ``num_epochs`` fills in a ``greendygnn`` congestion spec that leaves it out; ``nic``
+    are the shared NIC clocks (default: private to this emulator).
     """
     if spec is None:
         spec = "none"
     if isinstance(spec, str):
         if spec not in NETWORK_PRESETS:
             raise ValueError(f"unknown network preset {spec!r}; have {sorted(NETWORK_PRESETS)}")
-        return NetworkEmulator(num_workers, NETWORK_PRESETS[spec])
+        return NetworkEmulator(num_workers, NETWORK_PRESETS[spec], nic=nic)
     unknown = set(spec) - {"preset", "latency_ms", "latency_us", "bandwidth_gbps", "links",
-                           "congestion", "workers_per_node", "spin_us", "name"}
+                           "congestion", "workers_per_node", "spin_us", "name",
+                           "rpc_overhead_us", "congestion_gamma", "time_dilation",
+                           "reference_step_ms"}
     if unknown:
         raise ValueError(f"unknown network spec keys {sorted(unknown)}")
     base = _link_from_mapping(NETWORK_PRESETS["none"], spec)
@@ -537,7 +616,22 @@ def network_from_spec(
         congested_traffic=default_congested_traffic(cong_spec),
         node_of=node_of,
         spin_s=float(spec.get("spin_us", DEFAULT_SPIN_S * 1e6)) / 1e6,
+        nic=nic,
+        time_dilation=dilation_of(spec)[1] if dilation_of(spec)[0] == "fixed" else 1.0,
+        rpc_overhead_s=float(spec.get("rpc_overhead_us", 0.0)) / 1e6,
+        congestion_gamma=float(spec.get("congestion_gamma", 0.0)),
     )
+
+
+def dilation_of(spec: str | Mapping[str, Any] | None) -> tuple[str, float]:
+    """``("fixed", f)`` or ``("auto", reference step seconds)`` from a network spec."""
+    if not isinstance(spec, Mapping) or spec.get("time_dilation", 1) != "auto":
+        factor = spec.get("time_dilation", 1) if isinstance(spec, Mapping) else 1
+        return "fixed", float(factor)
+    if "reference_step_ms" not in spec:
+        raise ValueError("time_dilation 'auto' needs reference_step_ms (the accelerator's "
+                         "compute-only step for this workload; see benchmarks/README.md)")
+    return "auto", float(spec["reference_step_ms"]) / 1e3
 
 
 def allreduce_hook(
