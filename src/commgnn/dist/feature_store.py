@@ -53,6 +53,7 @@ class FetchCounts:
     remote_bytes: int = 0
     local_rows: int = 0
     per_owner_rows: dict[int, int] = field(default_factory=dict)
+    rtt_s: dict[int, float] = field(default_factory=dict)  # per owner, last request (timing)
 
     def add(self, other: FetchCounts) -> None:
         self.remote_rpcs += other.remote_rpcs
@@ -61,6 +62,7 @@ class FetchCounts:
         self.local_rows += other.local_rows
         for owner, rows in other.per_owner_rows.items():
             self.per_owner_rows[owner] = self.per_owner_rows.get(owner, 0) + rows
+        self.rtt_s.update(other.rtt_s)
 
 
 class FeatureStore:
@@ -102,14 +104,16 @@ class FeatureStore:
             counts.remote_rows += n
             counts.remote_bytes += n * self.row_bytes
             counts.per_owner_rows[owner] = n
+        rows = {}
         for owner, n in counts.per_owner_rows.items():
+            # responses share this worker's ingress: the NIC model serialises their bytes
             self.emulator.charge_request(self.rank, owner, n * ID_BYTES, n * self.row_bytes,
                                          traffic=FETCH)
-        rows = {owner: fut.wait() for owner, fut in futures.items()}
-        elapsed = time.perf_counter() - start
+            rows[owner] = futures[owner].wait()
+            counts.rtt_s[owner] = time.perf_counter() - start
         with self._lock:
-            for owner in rows:
-                self.rtt.setdefault(owner, deque(maxlen=self._rtt_window)).append(elapsed)
+            for owner, rtt in counts.rtt_s.items():
+                self.rtt.setdefault(owner, deque(maxlen=self._rtt_window)).append(rtt)
         return rows, counts
 
     def fetch_remote(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:

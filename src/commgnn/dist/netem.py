@@ -558,7 +558,7 @@ def network_from_spec(
     spec: str | Mapping[str, Any] | None,
     num_workers: int,
     num_epochs: int | None = None,
-    nic: NicClocks | None = None,
+    nic_path: str | None = None,
 ) -> NetworkEmulator:
     """Build an emulator from a preset name or a mapping.
 
@@ -579,15 +579,16 @@ def network_from_spec(
                                                    training loop measures and sets it)
         reference_step_ms: float                   accelerator step time for "auto"
 
-    ``num_epochs`` fills in a ``greendygnn`` congestion spec that leaves it out; ``nic``
-    are the shared NIC clocks (default: private to this emulator).
+    ``num_epochs`` fills in a ``greendygnn`` congestion spec that leaves it out;
+    ``nic_path`` is the file of the NIC clocks shared by the run's processes (default:
+    clocks private to this emulator).
     """
     if spec is None:
         spec = "none"
     if isinstance(spec, str):
         if spec not in NETWORK_PRESETS:
             raise ValueError(f"unknown network preset {spec!r}; have {sorted(NETWORK_PRESETS)}")
-        return NetworkEmulator(num_workers, NETWORK_PRESETS[spec], nic=nic)
+        spec = {"preset": spec}
     unknown = set(spec) - {"preset", "latency_ms", "latency_us", "bandwidth_gbps", "links",
                            "congestion", "workers_per_node", "spin_us", "name",
                            "rpc_overhead_us", "congestion_gamma", "time_dilation",
@@ -609,6 +610,7 @@ def network_from_spec(
     congestion = congestion_from_spec(cong_spec, num_workers, num_epochs)
     wpn = int(spec.get("workers_per_node", 1))
     node_of = [w // wpn for w in range(num_workers)]
+    nic = NicClocks(node_of[-1] + 1, nic_path) if nic_path else None
     return NetworkEmulator(
         num_workers,
         links,

@@ -71,7 +71,8 @@ class PreparedBatch:
     labels: torch.Tensor  # labels of batch.seeds, on the training device
     sample_s: float = 0.0
     fetch_wait_s: float = 0.0
-    counts: FetchCounts = field(default_factory=FetchCounts)
+    counts: FetchCounts = field(default_factory=FetchCounts)  # feature rows
+    sampling: FetchCounts = field(default_factory=FetchCounts)  # remote neighbour lists
     cache_hits: int = 0
     cache_misses: int = 0
     extra: dict[str, Any] = field(default_factory=dict)

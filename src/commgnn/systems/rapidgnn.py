@@ -70,7 +70,8 @@ class RapidGNNSystem(System):
     }
     needs = ("presample",)
     reductions = {"prefetch_fallbacks": "sum", "cache_bytes_max": "max",
-                  "staged_bytes_max": "max", "memory_bound_bytes": "max"}
+                  "staged_bytes_max": "max", "memory_bound_bytes": "max",
+                  "fill_initial_rows": "sum", "fill_refill_rows": "sum"}
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
@@ -235,14 +236,19 @@ class RapidGNNSystem(System):
     def end_epoch(self, epoch: int) -> dict:
         self._stop_epoch()
         self._track_memory()
-        fill = self._epoch_stats["fill"]
+        fill = FetchCounts()
+        fill.add(self._epoch_stats["fill"])
+        refill = 0
         if self._next_thread is not None:  # C_sec's pull belongs to this epoch's traffic
             self._next_thread.join()
             if self._next_cache is not None:
                 fill.add(self._next_cache.fill)
+                refill = self._next_cache.fill.remote_rows
             self._track_memory()
         return {
             "prefetch_fallbacks": self._epoch_stats["fallbacks"],
+            "fill_initial_rows": self._epoch_stats["fill"].remote_rows,
+            "fill_refill_rows": refill,
             "extra_remote_rpcs": fill.remote_rpcs,
             "extra_remote_rows": fill.remote_rows,
             "extra_remote_bytes": fill.remote_bytes,

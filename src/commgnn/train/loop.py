@@ -32,7 +32,8 @@ from commgnn.config import ConfigError
 from commgnn.data.store import load_dataset
 from commgnn.dist.feature_store import FeatureStore, worker_name
 from commgnn.dist.launcher import DistEnv, external_env, launch
-from commgnn.dist.netem import ALLREDUCE, network_from_spec
+from commgnn.dist.netem import ALLREDUCE, FETCH, SAMPLING, dilation_of, network_from_spec
+from commgnn.dist.nic import clock_file
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
 from commgnn.files import write_json_atomic
@@ -42,12 +43,20 @@ from commgnn.sampling.seeds import derive_seed
 from commgnn.systems.registry import get_system
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.context import WorkerContext
+from commgnn.train.dilation import measure_dilation
 from commgnn.train.evaluate import evaluate
 from commgnn.train.metrics import JsonlWriter, StepRecord
 from commgnn.train.spec import RunSpec
 from commgnn.train.summary import epoch_summary, run_summary, write_tidy_tables
 
 log = logging.getLogger("commgnn.train")
+
+#: Traffic classes whose modelled link seconds each epoch record carries.
+NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE)
+#: Step fields summed into the worker's epoch record.
+STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
+               "remote_bytes", "cache_hits", "cache_misses", "local_rows", "sampling_rpcs",
+               "sampling_rows", "sampling_bytes", "allreduce_bytes", "allreduce_messages")
 
 
 @dataclass(frozen=True)
@@ -171,8 +180,10 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     dataset = load_dataset(paths.dataset)
     partition = load_partition(paths.partition)
     system.check_partition(partition, env.world_size)
+    nic_path = clock_file(f"{env.master_addr}-{env.master_port}-{env.rpc_port}")
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
-                                 env.world_size, num_epochs=spec.get("epochs"))
+                                 env.world_size, num_epochs=spec.get("epochs"),
+                                 nic_path=str(nic_path))
     _init_groups(env, spec, device)
     if env.launcher != "local":
         if env.rank == 0:
@@ -185,6 +196,8 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
         raise
     rpc.shutdown(graceful=True)
     dist.destroy_process_group()
+    if env.rank == 0:
+        emulator.nic.unlink()
 
 
 def worker_meter(device: torch.device) -> EnergyMeter:
@@ -217,9 +230,21 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
             start_epoch, system_state = restored.next_epoch, restored.system_states[rank]
             log.info("resuming from checkpoint: epoch %d", start_epoch)
     dist.barrier()  # every worker decided before rank 0 rewrites the records
+    t_setup = time.perf_counter()
     system.setup(ctx, model, optimizer)
     if system_state is not None:
         system.load_state_dict(system_state)
+    setup_s = time.perf_counter() - t_setup
+    run_info = {"time_dilation": 1.0, "setup_s": setup_s}
+    mode, value = dilation_of(spec.network_spec)
+    if mode == "auto" and system.uses_network:
+        run_info.update(measure_dilation(ctx, model, value))
+    elif mode == "fixed":
+        run_info["time_dilation"] = value
+    emulator.set_time_dilation(run_info["time_dilation"])
+    setups = [None] * world
+    dist.all_gather_object(setups, setup_s)
+    run_info["setup_s"] = max(setups)
 
     staging = paths.staging
     steps_out = JsonlWriter(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
@@ -233,15 +258,19 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         torch.manual_seed(derive_seed(spec.seed, "torch", rank, epoch) % 2**63)
         emulator.set_epoch(epoch)
         ctx.set_placement(system.placement(epoch))
-        system.start_epoch(epoch)
         dist.barrier()
+        start = time.perf_counter()  # the system's epoch work (cache fills …) is inside
         energy0 = meter.read_joules()
-        sync0 = emulator.totals(ALLREDUCE).charged_s
+        network0 = {c: emulator.totals(c).charged_s for c in NETWORK_CLASSES}
+        system.start_epoch(epoch)
         record = _run_epoch(system, epoch, rank, steps_out, emulator, meter)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
-        record["time_s"] = time.perf_counter() - record.pop("_start")
+        record["time_s"] = time.perf_counter() - start
+        record["time_dilation"] = emulator.time_dilation
         record["energy_j"] = meter.read_joules() - energy0
-        record["sync_emulated_s"] = emulator.totals(ALLREDUCE).charged_s - sync0
+        for c in NETWORK_CLASSES:  # modelled seconds on the links, every thread
+            record[f"network_{c}_s"] = emulator.totals(c).charged_s - network0[c]
+        record["sync_emulated_s"] = record[f"network_{ALLREDUCE}_s"]
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
         record["recent_rtt_s"] = {str(o): rtt for o in range(world)
                                   if (rtt := store.recent_rtt_s(o)) is not None}
@@ -268,7 +297,8 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         epochs_out.close()
         records = [json.loads(line) for line in (staging / "epochs.jsonl").read_text()
                    .splitlines() if line]
-        summary = run_summary(spec, system, records, meter.name, device, env.launcher)
+        summary = run_summary(spec, system, records, meter.name, device, env.launcher,
+                              run_info)
         write_tidy_tables(staging, world)
         write_json_atomic(staging / "summary.json", summary)
         out = Path(paths.out)
@@ -299,10 +329,8 @@ def _recorded(staging: Path, epochs: int) -> bool:
 
 
 def _run_epoch(system, epoch, rank, steps_out, emulator, meter) -> dict:
-    totals = {"epoch": epoch, "worker": rank, "steps": 0, "sample_s": 0.0,
-              "fetch_wait_s": 0.0, "compute_s": 0.0, "remote_rpcs": 0, "remote_rows": 0,
-              "remote_bytes": 0, "cache_hits": 0, "cache_misses": 0, "local_rows": 0,
-              "loss_sum": 0.0, "correct": 0, "seen": 0, "_start": time.perf_counter()}
+    totals = {"epoch": epoch, "worker": rank, "steps": 0, "loss_sum": 0.0, "correct": 0,
+              "seen": 0, **dict.fromkeys(STEP_TOTALS, 0)}
     system.train_module.train()
     batches = iter(system.batches(epoch))
     while True:
@@ -312,25 +340,30 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter) -> dict:
         if prepared is None:
             break
         t1 = time.perf_counter()
-        sync0 = emulator.totals(ALLREDUCE).charged_s
+        sync0 = emulator.totals(ALLREDUCE)
         out = system.train_step(prepared)
         t2 = time.perf_counter()
-        counts = prepared.counts
+        sync = emulator.totals(ALLREDUCE)
+        counts, sampling = prepared.counts, prepared.sampling
         step = StepRecord(
             epoch=epoch, step=prepared.step, worker=rank, sample_s=prepared.sample_s,
             fetch_wait_s=prepared.fetch_wait_s, compute_s=t2 - t1,
-            sync_s=emulator.totals(ALLREDUCE).charged_s - sync0, step_s=t2 - t0,
+            sync_s=sync.charged_s - sync0.charged_s, step_s=t2 - t0,
             remote_rpcs=counts.remote_rpcs, remote_rows=counts.remote_rows,
             remote_bytes=counts.remote_bytes, cache_hits=prepared.cache_hits,
             cache_misses=prepared.cache_misses, local_rows=counts.local_rows,
+            sampling_rpcs=sampling.remote_rpcs, sampling_rows=sampling.remote_rows,
+            sampling_bytes=sampling.remote_bytes,
+            allreduce_bytes=sync.bytes - sync0.bytes,
+            allreduce_messages=sync.messages - sync0.messages,
             loss=out.loss, acc=out.correct / max(1, out.seen), batch_size=out.seen,
             energy_j=meter.read_joules() - energy0, energy_meter=meter.name,
-            extra={**prepared.extra, **out.extra})
+            extra={**prepared.extra, **out.extra,
+                   "fetch_rtt_s": {str(o): rtt for o, rtt in counts.rtt_s.items()}})
         steps_out.write(step.to_json())
         system.observe(step)
         totals["steps"] += 1
-        for key in ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
-                    "remote_bytes", "cache_hits", "cache_misses", "local_rows"):
+        for key in STEP_TOTALS:
             totals[key] += getattr(step, key)
         totals["loss_sum"] += step.loss
         totals["correct"] += out.correct

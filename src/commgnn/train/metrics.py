@@ -29,6 +29,11 @@ class StepRecord:
     cache_hits: int
     cache_misses: int
     local_rows: int
+    sampling_rpcs: int
+    sampling_rows: int
+    sampling_bytes: int
+    allreduce_bytes: int
+    allreduce_messages: int
     loss: float
     acc: float
     batch_size: int

@@ -19,7 +19,9 @@ from commgnn.systems.base import System, reduce_values
 from commgnn.train.spec import RunSpec
 
 SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
-          "local_rows", "energy_j", "steps")
+          "local_rows", "energy_j", "steps", "sampling_rpcs", "sampling_rows", "sampling_bytes",
+          "allreduce_bytes", "allreduce_messages", "network_fetch_s", "network_sampling_s",
+          "network_allreduce_s", "fetch_wait_s")
 #: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
 #: added to the epoch's remote totals.
 OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
@@ -27,11 +29,14 @@ TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
     "system", "base_system", "dataset", "partitioning", "model", "batch_size", "network",
-    "seed", "workers", "epochs", "mean_epoch_time_s", "remote_rpcs_per_epoch",
+    "seed", "workers", "epochs", "time_dilation", "mean_epoch_time_s",
+    "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
+    "network_s_per_step", "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
     "remote_rows_per_epoch", "remote_bytes_per_epoch", "step_remote_rows_per_epoch",
     "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
     "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch",
-    "test_acc", "val_acc",
+    "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
+    "allreduce_bytes_per_epoch", "test_acc", "val_acc",
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "steps_per_epoch",
 )
 
@@ -43,6 +48,7 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
     row = {
         "epoch": epoch,
         "time_s": max(w["time_s"] for w in workers),
+        "time_dilation": workers[0]["time_dilation"],
         "train_loss": sum(w["loss_sum"] for w in workers) / max(1, sum(w["steps"]
                                                                        for w in workers)),
         "train_acc": sum(w["correct"] for w in workers) / max(1, seen),
@@ -84,14 +90,25 @@ def system_summary(reductions: dict[str, str], epochs: list[dict]) -> dict:
 
 
 def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
-                device: torch.device, launcher: str) -> dict:
+                device: torch.device, launcher: str, run_info: dict) -> dict:
     """The run's summary: :data:`COMMON_KEYS`, the system's declared metrics (listed in
-    ``system_metrics``), then the run's settings."""
+    ``system_metrics``), then the run's settings.
+
+    Times: ``*_raw_s`` are wall seconds here; every other time is a target time, the raw
+    time divided by ``time_dilation`` (identical when it is 1). Per-step figures are
+    means over every worker's steps; ``network_s_per_step`` is the modelled link time
+    of the feature and neighbour-list traffic (every thread), ``fetch_wait_s_per_step``
+    the part the trainer waited for (the critical path)."""
     last_eval = [e for e in epochs if "test_acc" in e]
     per_epoch = {key: mean(e[key] for e in epochs) for key in
                  ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
-                  "step_remote_rows", *OUTSIDE_STEPS)}
+                  "step_remote_rows", "sampling_rpcs", "sampling_bytes", "allreduce_messages",
+                  "allreduce_bytes", *OUTSIDE_STEPS)}
     metrics = system_summary(type(system).metric_reductions(), epochs)
+    f = float(run_info["time_dilation"])
+    worker_steps = max(1, sum(e["steps"] for e in epochs))
+    raw_epoch = mean(e["time_s"] for e in epochs)
+    hits, misses = (sum(e[k] for e in epochs) for k in ("cache_hits", "cache_misses"))
     return {
         "system": spec.system,
         "base_system": system.name,
@@ -103,12 +120,23 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "seed": spec.seed,
         "workers": spec.workers,
         "epochs": len(epochs),
-        "mean_epoch_time_s": mean(e["time_s"] for e in epochs),
+        "time_dilation": f,
+        "mean_epoch_time_s": raw_epoch / f,
+        "mean_epoch_time_raw_s": raw_epoch,
+        "setup_s": run_info["setup_s"] / f,
+        "total_time_s": (run_info["setup_s"] + sum(e["time_s"] for e in epochs)) / f,
+        "fetch_mb_per_step": sum(e["step_remote_bytes"] for e in epochs) / worker_steps / 1e6,
+        "network_s_per_step": sum(e["network_fetch_s"] + e["network_sampling_s"]
+                                  for e in epochs) / worker_steps / f,
+        "fetch_wait_s_per_step": sum(e["fetch_wait_s"] for e in epochs) / worker_steps / f,
+        "hit_rate": hits / (hits + misses) if hits + misses else math.nan,
         "remote_rpcs_per_epoch": per_epoch["remote_rpcs"],
         "remote_rows_per_epoch": per_epoch["remote_rows"],
         "remote_bytes_per_epoch": per_epoch["remote_bytes"],
         "step_remote_rows_per_epoch": per_epoch["step_remote_rows"],
         **{f"{key}_per_epoch": per_epoch[key] for key in OUTSIDE_STEPS},
+        **{f"{key}_per_epoch": per_epoch[key] for key in
+           ("sampling_rpcs", "sampling_bytes", "allreduce_messages", "allreduce_bytes")},
         "cache_hits_per_epoch": per_epoch["cache_hits"],
         "cache_misses_per_epoch": per_epoch["cache_misses"],
         "test_acc": last_eval[-1]["test_acc"] if last_eval else math.nan,
@@ -118,7 +146,9 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "energy_meter": meter,
         "peak_mem_bytes": max(e["peak_mem_bytes"] for e in epochs),
         "steps_per_epoch": max(e["steps_max"] for e in epochs),
-        "epoch_times_s": [e["time_s"] for e in epochs],
+        "epoch_times_s": [e["time_s"] / f for e in epochs],
+        "epoch_times_raw_s": [e["time_s"] for e in epochs],
+        **{k: v for k, v in run_info.items() if k not in ("time_dilation", "setup_s")},
         **metrics,
         "system_metrics": sorted(metrics),
         "device": str(device),
