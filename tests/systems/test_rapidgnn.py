@@ -185,3 +185,43 @@ def test_cache_fills_pull_only_nodes_new_to_the_hot_set(rapid_run, presampled):
         expected = [len(hot[0]) + len(hot[1] - hot[0]), len(hot[2] - hot[1]), 0]
         assert [e["workers"][worker]["extra_remote_rows"] for e in epochs] == expected
         assert len(hot[1] - hot[0]) < N_HOT  # the hot set carries over between epochs
+
+
+CLASS_KEYS = ("epoch", "step", "remote_rpcs", "remote_rows", "remote_bytes", "local_rows",
+              "cache_hits", "cache_misses", "sampling_rpcs", "sampling_rows", "sampling_bytes",
+              "allreduce_bytes", "allreduce_messages")
+
+
+@pytest.mark.parametrize("system", ["default", "oracle", "rapidgnn"])
+def test_rerun_moves_exactly_the_same_traffic(system, request, tiny_inputs, tmp_path,
+                                              run_on_tiny, make_spec, presampled, read_steps):
+    """Per step and traffic class (features, neighbour lists, all-reduce): rows, bytes and
+    messages are a function of config and seed only. The rerun adds a 10GbE network, so
+    its timing differs from the first run's."""
+    first = request.getfixturevalue({"default": "default_run", "oracle": "oracle_run",
+                                     "rapidgnn": "rapid_run"}[system])
+    options = {"n_hot": N_HOT, "prefetch_depth": 2} if system == "rapidgnn" else {}
+    again = run_on_tiny(tmp_path, tiny_inputs,
+                        make_spec(system=system, epochs=EPOCHS, network="10gbe",
+                                  system_options=options),
+                        presample=presampled if system == "rapidgnn" else None)
+    for worker in range(2):
+        a, b = read_steps(first, worker), read_steps(again, worker)
+        assert [[r[k] for k in CLASS_KEYS] for r in a] == [[r[k] for k in CLASS_KEYS] for r in b]
+    epochs_a, epochs_b = ([json.loads(line) for line in (run / "epochs.jsonl").read_text()
+                           .splitlines()] for run in (first, again))
+    for ea, eb in zip(epochs_a, epochs_b, strict=True):
+        assert [w.get("extra_remote_rows", 0) for w in ea["workers"]] == \
+            [w.get("extra_remote_rows", 0) for w in eb["workers"]]
+
+
+def test_presample_records_the_sampling_traffic_it_saves(presampled, default_run, read_steps):
+    """What ``default`` pays online for distributed sampling, presampling paid offline."""
+    meta = json.loads((presampled / "meta.json").read_text())
+    for worker in range(2):
+        records = read_steps(default_run, worker)
+        for epoch in range(EPOCHS):
+            online = [r for r in records if r["epoch"] == epoch]
+            stats = meta["workers"][str(worker)]
+            for key in ("sampling_rpcs", "sampling_rows", "sampling_bytes"):
+                assert stats[key][epoch] == sum(r[key] for r in online) > 0, key

@@ -75,12 +75,58 @@ def test_remote_rows_match_independent_count(default_run, tiny_inputs, make_spec
             assert rec["batch_size"] == len(seeds)
 
 
+def test_distributed_sampling_traffic_matches_independent_count(default_run, tiny_inputs,
+                                                                 make_spec, read_steps):
+    """``default`` samples other partitions' rows by RPC: per layer, one request per owner
+    of the remote destinations, 8 bytes per id (+24 header) up, row pointer and neighbours
+    (8 bytes each) down."""
+    ds = load_dataset(tiny_inputs[0])
+    owner = np.asarray(load_partition(tiny_inputs[1]).book.owner)
+    spec = make_spec()
+    sampler = NeighborSampler(ds.indptr, ds.indices, spec.get("fanouts"))
+    n_steps = steps_per_epoch(ds.train_idx, owner, 2, spec.batch_size)
+    for worker in range(2):
+        train = worker_train_nodes(ds.train_idx, owner, worker)
+        for rec in read_steps(default_run, worker):
+            own = epoch_batches(train, spec.batch_size, spec.seed, worker, rec["epoch"])
+            batch = sampler.sample(own[rec["step"] % len(own)],
+                                   batch_seed(spec.seed, worker, rec["epoch"], rec["step"]))
+            rpcs = rows = nbytes = 0
+            nodes = batch.input_nodes.numpy()
+            for block in batch.blocks:
+                dst = nodes[:block.num_dst]
+                degree = np.diff(block.indptr.numpy())
+                remote = owner[dst] != worker
+                if remote.any():  # two workers: one remote owner
+                    n, e = int(remote.sum()), int(degree[remote].sum())
+                    rpcs, rows = rpcs + 1, rows + n
+                    nbytes += (8 * n + 24) + 8 * (n + 1) + 8 * e
+            assert (rec["sampling_rpcs"], rec["sampling_rows"], rec["sampling_bytes"]) == \
+                (rpcs, rows, nbytes)
+        assert sum(r["sampling_rpcs"] for r in read_steps(default_run, worker)) > 0
+        assert len(read_steps(default_run, worker)) == 2 * n_steps
+
+
+def test_replicated_sampling_gives_the_same_batches_for_free(default_run, tiny_inputs,
+                                                             tmp_path, run_on_tiny,
+                                                             make_spec, read_steps):
+    spec = make_spec(epochs=1, system_options={"sampling": "replicated"})
+    out = run_on_tiny(tmp_path, tiny_inputs, spec)
+    keys = ("remote_rows", "remote_rpcs", "local_rows", "loss")
+    for worker in range(2):
+        first = [r for r in read_steps(default_run, worker) if r["epoch"] == 0]
+        replicated = read_steps(out, worker)
+        assert [[r[k] for k in keys] for r in replicated] == [[r[k] for k in keys] for r in first]
+        assert all(r["sampling_rpcs"] == r["sampling_bytes"] == 0 for r in replicated)
+
+
 def test_same_seed_same_counts_and_losses(default_run, tiny_inputs, tmp_path, run_on_tiny,
                                          make_spec, read_steps):
     again = run_on_tiny(tmp_path, tiny_inputs, make_spec())
     for worker in range(2):
         a, b = read_steps(default_run, worker), read_steps(again, worker)
         keys = ("epoch", "step", "remote_rpcs", "remote_rows", "remote_bytes", "local_rows",
+                "sampling_rpcs", "sampling_bytes", "allreduce_bytes", "allreduce_messages",
                 "loss", "acc")
         assert [[r[k] for k in keys] for r in a] == [[r[k] for k in keys] for r in b]
 

@@ -261,6 +261,24 @@ class NeighborSampler:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
         return self._sample(seeds, [-1] * int(num_layers), 0)
 
+    def sample_rows(self, nodes: np.ndarray, fanout: int, seed: int,
+                    layer: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sampled in-neighbours of ``nodes`` in layer ``layer`` of a batch sampled with
+        ``seed``: a CSR row pointer and the neighbours' global ids (the rows
+        :meth:`sample` draws for these destinations; a pure function of the arguments)."""
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        starts, degs, offsets = _rows(self.indptr, nodes, int(nodes.shape[0]), int(fanout))
+        edges = np.empty(int(offsets[-1]), dtype=np.int64)
+        sample_rows = _sample_par if self.parallel else _sample_seq
+        sample_rows(self.indices, nodes, starts, degs, offsets, int(fanout), as_uint64(seed),
+                    int(layer), edges)
+        return offsets, edges
+
+    def _layer_rows(self, nodes: np.ndarray, fanout: int, seed: int,
+                    layer: int) -> tuple[np.ndarray, np.ndarray]:
+        """One layer's rows for destinations ``nodes`` (subclasses fetch remote rows)."""
+        return self.sample_rows(nodes, fanout, seed, layer)
+
     def _scratch(self) -> tuple[np.ndarray, int]:
         """This thread's global-to-local map and a fresh stamp for one call."""
         local = self._local
@@ -287,17 +305,13 @@ class NeighborSampler:
         dup = _register_seeds(seeds, scratch, stamp, order)
         if dup >= 0:
             raise ValueError(f"seeds contain duplicate node {seeds[dup]} (position {dup})")
-        sample_rows = _sample_par if self.parallel else _sample_seq
-        seed64 = as_uint64(seed)
         num_known = num_seeds
         blocks: list[Block] = []
         for layer in range(len(fanouts) - 1, -1, -1):
             fanout = fanouts[layer]
             num_dst = num_known
-            starts, degs, offsets = _rows(self.indptr, order, num_dst, fanout)
+            offsets, edges = self._layer_rows(order[:num_dst], fanout, seed, layer)
             num_edges = int(offsets[-1])
-            edges = np.empty(num_edges, dtype=np.int64)
-            sample_rows(self.indices, order, starts, degs, offsets, fanout, seed64, layer, edges)
             capacity = min(self.num_nodes, num_dst + num_edges)
             if capacity > order.shape[0]:
                 grown = np.empty(capacity, dtype=np.int64)

@@ -17,8 +17,10 @@ Output directory
                            the epoch's batches that use it (per epoch, not cumulative);
                            plain .npy members, no pickles, fixed zip timestamps
 ``meta.json``              parameters, dataset/partition identity, steps per epoch,
-                           per-worker per-epoch statistics and the SHA-256, size and
-                           batch count of every file above
+                           per-worker per-epoch statistics (among them
+                           ``sampling_rpcs/rows/bytes``: the remote neighbour-list traffic
+                           distributed sampling would cost, paid here, offline) and the
+                           SHA-256, size and batch count of every file above
 =========================  ==============================================================
 
 The directory is written under a temporary sibling name and renamed into place, so a crash
@@ -39,6 +41,8 @@ import numpy as np
 
 from commgnn.data.store import META_FILE as DATASET_META
 from commgnn.data.store import load_dataset, sha256_file
+from commgnn.dist.feature_store import FetchCounts
+from commgnn.dist.remote_sampler import sampling_traffic
 from commgnn.errors import InputError
 from commgnn.files import atomic_directory, read_json_object
 from commgnn.partition import load_partition
@@ -125,6 +129,7 @@ def _presample_epoch(tmp: Path, sampler: NeighborSampler, owner: np.ndarray,
     to ``files``. ``counts`` must be all zero (and is again on return)."""
     seed_nodes = epoch_seed_nodes(train_nodes, steps, batch_size, base_seed, worker, epoch)
     local_rows = remote_rows = max_input = edges = 0
+    sampling = FetchCounts()
     path = tmp / blocks_file(worker, epoch)
     with BlockWriter(path, num_layers=sampler.num_layers, worker=worker, epoch=epoch) as out:
         for step, batch in _sample_stream(sampler, seed_nodes, base_seed, worker, epoch,
@@ -138,6 +143,7 @@ def _presample_epoch(tmp: Path, sampler: NeighborSampler, owner: np.ndarray,
             remote_rows += nodes.shape[0] - num_local
             max_input = max(max_input, int(nodes.shape[0]))
             edges += sum(block.num_edges for block in batch.blocks)
+            sampling.add(sampling_traffic(batch, owner, worker))
             out.write(step, batch, mask)
     files[blocks_file(worker, epoch)] = {"sha256": out.sha256, "bytes": out.nbytes,
                                          "batches": len(seed_nodes)}
@@ -150,7 +156,8 @@ def _presample_epoch(tmp: Path, sampler: NeighborSampler, owner: np.ndarray,
                                             "bytes": freq_path.stat().st_size}
     return {"batches": len(seed_nodes), "local_rows": local_rows, "remote_rows": remote_rows,
             "unique_remote": int(ids.shape[0]), "max_input_nodes": max_input,
-            "edges": edges}
+            "edges": edges, "sampling_rpcs": sampling.remote_rpcs,
+            "sampling_rows": sampling.remote_rows, "sampling_bytes": sampling.remote_bytes}
 
 
 def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str | Path, *,

@@ -5,7 +5,10 @@ Options: ``schedule`` — ``owned`` (each worker shuffles its own partition's tr
 nodes; HopGNN's "LO" variant) or ``global`` (the whole training set is shuffled each
 epoch with a shared seed and split evenly across the workers, as DGL's distributed
 examples and the HopGNN and Grappa baselines do; most of a worker's seeds then belong to
-other partitions).
+other partitions). ``sampling`` — ``distributed`` (DistDGL: rows of other partitions'
+nodes sampled by their owners over RPC, the ``sampling`` traffic class;
+:mod:`commgnn.dist.remote_sampler`) or ``replicated`` (every worker samples from the
+whole graph for free). Both give the same batches.
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from commgnn.dist.feature_store import FetchCounts
+from commgnn.dist.remote_sampler import DistributedSampler
+from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.schedule import global_epoch_seed_nodes
+from commgnn.sampling.seeds import batch_seed
 from commgnn.systems.base import PreparedBatch, System
 
 
@@ -26,7 +33,26 @@ class DefaultSystem(System):
                      "description": "owned: each worker trains its partition's training "
                                     "nodes; global: the shuffled training set split evenly "
                                     "across workers"},
+        "sampling": {"enum": ["distributed", "replicated"], "default": "distributed",
+                     "description": "distributed: other partitions' rows sampled by their "
+                                    "owners over RPC (DistDGL); replicated: the whole graph "
+                                    "on every worker, free"},
     }
+
+    def setup(self, ctx, model, optimizer) -> None:
+        super().setup(ctx, model, optimizer)
+        self.remote_sampler = None
+        if self.options["sampling"] == "distributed":
+            self.remote_sampler = DistributedSampler(
+                ctx.dataset.indptr, ctx.dataset.indices, ctx.spec.get("fanouts"),
+                ctx.partition.book.owner, ctx.rank, ctx.emulator, ctx.spec.get("rpc_timeout_s"))
+
+    def sample(self, epoch: int, step: int, seeds: np.ndarray) -> tuple[MiniBatch, FetchCounts]:
+        """The step's blocks (as ``ctx.sample``) and the sampling traffic they cost."""
+        if self.remote_sampler is None:
+            return self.ctx.sample(epoch, step, seeds), FetchCounts()
+        seed = batch_seed(self.ctx.spec.seed, self.ctx.rank, epoch, step)
+        return self.remote_sampler.sample_counted(seeds, seed)
 
     def epoch_seeds(self, epoch: int) -> list[np.ndarray]:
         if self.options["schedule"] == "global":
@@ -39,11 +65,11 @@ class DefaultSystem(System):
         ctx = self.ctx
         for step, seeds in enumerate(self.epoch_seeds(epoch)):
             t0 = time.perf_counter()
-            batch = ctx.sample(epoch, step, seeds)
+            batch, sampling = self.sample(epoch, step, seeds)
             t1 = time.perf_counter()
             features, counts = self.fetch(batch.input_nodes)
             features = features.to(ctx.device, non_blocking=True)
             t2 = time.perf_counter()
             yield PreparedBatch(step=step, batch=batch.to(ctx.device), features=features,
                                 labels=ctx.labels_of(batch.seeds), sample_s=t1 - t0,
-                                fetch_wait_s=t2 - t1, counts=counts)
+                                fetch_wait_s=t2 - t1, counts=counts, sampling=sampling)

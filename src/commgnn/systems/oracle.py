@@ -13,6 +13,7 @@ from commgnn.systems.default import DefaultSystem
 class OracleSystem(DefaultSystem):
     name = "oracle"
     uses_network = False
+    options = {"sampling": {**DefaultSystem.options["sampling"], "default": "replicated"}}
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)

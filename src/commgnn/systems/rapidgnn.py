@@ -71,7 +71,8 @@ class RapidGNNSystem(System):
     needs = ("presample",)
     reductions = {"prefetch_fallbacks": "sum", "cache_bytes_max": "max",
                   "staged_bytes_max": "max", "memory_bound_bytes": "max",
-                  "fill_initial_rows": "sum", "fill_refill_rows": "sum"}
+                  "fill_initial_rows": "sum", "fill_refill_rows": "sum",
+                  "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum"}
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
@@ -93,6 +94,8 @@ class RapidGNNSystem(System):
             raise RuntimeError(f"{self.presample_dir}: {meta['steps_per_epoch']} steps per "
                                f"epoch presampled, the run's schedule has {ctx.steps}")
         self.steps = int(meta["steps_per_epoch"])
+        # the neighbour-list traffic distributed sampling costs, paid offline by presample
+        self.presample_stats = meta["workers"][str(ctx.rank)]
         self.m_max = max(max(w["max_input_nodes"]) for w in meta["workers"].values())
         self.feature_dim = ctx.store.feature_dim
         self.row_bytes = ctx.store.row_bytes
@@ -249,6 +252,8 @@ class RapidGNNSystem(System):
             "prefetch_fallbacks": self._epoch_stats["fallbacks"],
             "fill_initial_rows": self._epoch_stats["fill"].remote_rows,
             "fill_refill_rows": refill,
+            "presample_sampling_rpcs": self.presample_stats["sampling_rpcs"][epoch],
+            "presample_sampling_bytes": self.presample_stats["sampling_bytes"][epoch],
             "extra_remote_rpcs": fill.remote_rpcs,
             "extra_remote_rows": fill.remote_rows,
             "extra_remote_bytes": fill.remote_bytes,

@@ -11,6 +11,7 @@ from commgnn.data.store import GraphDataset
 from commgnn.dist.feature_store import FeatureStore
 from commgnn.dist.launcher import DistEnv
 from commgnn.dist.netem import NetworkEmulator
+from commgnn.dist.remote_sampler import serve_adjacency
 from commgnn.partition import Partition
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
@@ -47,6 +48,7 @@ class WorkerContext:
     def __post_init__(self) -> None:
         self.sampler = NeighborSampler(self.dataset.indptr, self.dataset.indices,
                                        self.spec.get("fanouts"))
+        serve_adjacency(self.sampler)  # answers peers' distributed-sampling requests
         self.set_placement(Placement.own(self.world_size))
 
     @property
