@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,6 +88,15 @@ class SwapSystem(DefaultSystem):
         return own if epoch % 2 == 0 else Placement(tuple(reversed(own.parts)))
 
 
+class SlowStartSystem(DefaultSystem):
+    """``default`` whose per-epoch setup takes 0.3 s (a stand-in for a cache fill)."""
+
+    name = "slow-start"
+
+    def start_epoch(self, epoch: int) -> None:
+        time.sleep(0.3)
+
+
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> str:
     """A dist-info with this module's systems as ``commgnn.systems`` entry points, put on
@@ -98,7 +108,8 @@ def plugin_path(tmp_path_factory) -> str:
                                    "Version: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[commgnn.systems]\ndrop-remote = test_contract:DropRemoteSystem\n"
-        "swap-parts = test_contract:SwapSystem\n")
+        "swap-parts = test_contract:SwapSystem\n"
+        "slow-start = test_contract:SlowStartSystem\n")
     paths = [str(Path(__file__).parent), str(root)]
     sys.path[:0] = paths
     yield os.pathsep.join(paths)
@@ -246,3 +257,14 @@ def test_cli_validate_checks_system_options(tmp_path):
     listing = subprocess.run([sys.executable, "-m", "commgnn", "systems"],
                              capture_output=True, text=True, check=True).stdout
     assert "option prefetch_depth: integer (default 4)" in listing
+
+
+def test_a_systems_epoch_work_is_inside_the_epoch_clock(tiny_inputs, tmp_path, run_on_tiny,
+                                                       make_spec, plugin_path):
+    out = run_on_tiny(tmp_path, tiny_inputs, make_spec("slow-start", epochs=2))
+    epochs = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+    assert all(e["time_s"] >= 0.3 for e in epochs)
+    assert all(w["time_s"] >= 0.3 for e in epochs for w in e["workers"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["setup_s"] >= 0
+    assert summary["total_time_s"] >= summary["setup_s"] + 0.6

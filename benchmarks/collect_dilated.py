@@ -1,0 +1,137 @@
+"""Collect benchmarks/configs/products_like_dilated.yaml into
+benchmarks/results/products_like_dilated.{json,md}.
+
+1. Dilation: `default` (DGL-METIS) vs `oracle` on seed 0, under the raw 10 GbE network and
+   the dilated one: epoch-time ratio and where `default`'s epoch goes (shares of the
+   slowest worker's time: fetch wait, sampling, compute, gradient sync).
+2. RapidGNN vs DGL-METIS, dilated, seeds 0-2: step-miss MB/step, network time per step and
+   epoch time (all epochs, and the second epoch alone: steady state), mean ± std.
+
+    .venv/bin/python benchmarks/collect_dilated.py [results/bench-products]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).parent / "results"
+CELL = "products-like/metis4/sage_b1000_{net}_s{seed}"
+
+
+def load(root: Path, system: str, net: str, seed: int) -> tuple[dict, list[dict]] | None:
+    run = root / "runs" / system / CELL.format(net=net, seed=seed)
+    if not (run / "summary.json").is_file():
+        return None
+    epochs = [json.loads(line) for line in (run / "epochs.jsonl").read_text().splitlines()]
+    return json.loads((run / "summary.json").read_text()), epochs
+
+
+def shares(epochs: list[dict]) -> dict:
+    """Mean over epochs and workers of each part's share of the worker's epoch time."""
+    parts = {"fetch_wait": "fetch_wait_s", "sampling": "sample_s", "compute": "compute_s",
+             "sync_emulated": "sync_emulated_s"}
+    out = {}
+    for name, key in parts.items():
+        out[name] = statistics.mean(w[key] / w["time_s"] for e in epochs for w in e["workers"])
+    return out
+
+
+def mean_std(values: list[float]) -> dict:
+    return {"mean": statistics.mean(values),
+            "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "values": values}
+
+
+def main() -> None:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/bench-products")
+    result: dict = {"config": "benchmarks/configs/products_like_dilated.yaml", "dilation": {},
+                    "rapidgnn_vs_default": {}}
+    for net in ("10gbe", "10gbe-dilated"):
+        rows = {}
+        for system in ("default", "oracle"):
+            loaded = load(root, system, net, 0)
+            if loaded is None:
+                continue
+            summary, epochs = loaded
+            rows[system] = {
+                "time_dilation": summary["time_dilation"],
+                "epoch_s": summary["mean_epoch_time_s"],
+                "epoch_raw_s": summary["mean_epoch_time_raw_s"],
+                "shares": shares(epochs),
+                "fetch_mb_per_step": summary["fetch_mb_per_step"],
+                "network_s_per_step": summary["network_s_per_step"],
+            }
+        if "default" in rows and "oracle" in rows:
+            rows["oracle_over_default_epoch"] = rows["oracle"]["epoch_s"] / \
+                rows["default"]["epoch_s"]
+        result["dilation"][net] = rows
+    per_seed = []
+    for seed in (0, 1, 2):
+        d, r = (load(root, s, "10gbe-dilated", seed) for s in ("default", "rapidgnn"))
+        if d is None or r is None:
+            continue
+        ds, rs = d[0], r[0]
+        per_seed.append({
+            "seed": seed,
+            "time_dilation": [ds["time_dilation"], rs["time_dilation"]],
+            "mb_per_step_ratio": ds["fetch_mb_per_step"] / rs["fetch_mb_per_step"],
+            "network_time_per_step_ratio": ds["network_s_per_step"] / rs["network_s_per_step"],
+            "epoch_time_ratio": ds["mean_epoch_time_s"] / rs["mean_epoch_time_s"],
+            "steady_epoch_time_ratio": ds["epoch_times_s"][-1] / rs["epoch_times_s"][-1],
+            "default": {k: ds[k] for k in ("fetch_mb_per_step", "network_s_per_step",
+                                           "fetch_wait_s_per_step", "mean_epoch_time_s",
+                                           "epoch_times_s", "sampling_bytes_per_epoch")},
+            "rapidgnn": {k: rs[k] for k in ("fetch_mb_per_step", "network_s_per_step",
+                                            "fetch_wait_s_per_step", "mean_epoch_time_s",
+                                            "epoch_times_s", "hit_rate",
+                                            "fill_initial_rows_per_epoch",
+                                            "fill_refill_rows_per_epoch",
+                                            "extra_remote_bytes_per_epoch")},
+        })
+    result["rapidgnn_vs_default"]["per_seed"] = per_seed
+    for key in ("mb_per_step_ratio", "network_time_per_step_ratio", "epoch_time_ratio",
+                "steady_epoch_time_ratio"):
+        if per_seed:
+            result["rapidgnn_vs_default"][key] = mean_std([s[key] for s in per_seed])
+    OUT.mkdir(exist_ok=True)
+    (OUT / "products_like_dilated.json").write_text(json.dumps(result, indent=2) + "\n")
+    (OUT / "products_like_dilated.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+def markdown(result: dict) -> str:
+    lines = ["# products-like, dilated vs raw (generated by benchmarks/collect_dilated.py)", "",
+             "## Dilation: default (DGL-METIS) vs oracle, seed 0", "",
+             "| network | system | f | epoch s (target) | epoch s (raw) | fetch wait | "
+             "sampling | compute | sync |", "|---|---|---|---|---|---|---|---|---|"]
+    for net, rows in result["dilation"].items():
+        for system in ("default", "oracle"):
+            if system not in rows:
+                continue
+            r = rows[system]
+            sh = r["shares"]
+            lines.append(f"| {net} | {system} | {r['time_dilation']:.1f} | {r['epoch_s']:.2f} "
+                         f"| {r['epoch_raw_s']:.1f} | {sh['fetch_wait']:.0%} | "
+                         f"{sh['sampling']:.0%} | {sh['compute']:.0%} | "
+                         f"{sh['sync_emulated']:.0%} |")
+        if "oracle_over_default_epoch" in rows:
+            lines.append(f"| {net} | oracle / default | | "
+                         f"{rows['oracle_over_default_epoch']:.2f} | | | | | |")
+    lines += ["", "## RapidGNN vs default (DGL-METIS), dilated, 3 seeds", "",
+              "| ratio (default / rapidgnn) | mean | std | per seed |", "|---|---|---|---|"]
+    for key, label in (("mb_per_step_ratio", "step-miss MB/step"),
+                       ("network_time_per_step_ratio", "network time per step"),
+                       ("epoch_time_ratio", "epoch time (both epochs)"),
+                       ("steady_epoch_time_ratio", "epoch time (2nd epoch)")):
+        if key in result["rapidgnn_vs_default"]:
+            m = result["rapidgnn_vs_default"][key]
+            lines.append(f"| {label} | {m['mean']:.2f} | {m['std']:.2f} | "
+                         + ", ".join(f"{v:.2f}" for v in m["values"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
