@@ -156,19 +156,22 @@ class System(ABC):
 
     # -- declarations --------------------------------------------------------------------
     @classmethod
-    def option_properties(cls) -> dict[str, dict]:
-        """The option schemas of this class and its bases (subclasses override)."""
-        merged: dict[str, dict] = {}
+    def _inherited(cls, attribute: str) -> dict:
+        """``attribute`` (a dict) merged from the bases down to this class."""
+        merged: dict = {}
         for klass in reversed(cls.__mro__):
-            merged.update(klass.__dict__.get("options", {}))
+            merged.update(klass.__dict__.get(attribute, {}))
         return merged
 
     @classmethod
+    def option_properties(cls) -> dict[str, dict]:
+        """The option schemas of this class and its bases (subclasses override)."""
+        return cls._inherited("options")
+
+    @classmethod
     def metric_reductions(cls) -> dict[str, str]:
-        merged: dict[str, str] = {}
-        for klass in reversed(cls.__mro__):
-            merged.update(klass.__dict__.get("reductions", {}))
-        return merged
+        """The metric reductions of this class and its bases."""
+        return cls._inherited("reductions")
 
     @classmethod
     def option_schema(cls) -> dict:
