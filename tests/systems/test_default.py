@@ -42,4 +42,5 @@ def test_global_schedule_run_counts(tiny_inputs, tmp_path, run_on_tiny, make_spe
                 total_seeds += len(nodes)
     assert 0.3 < remote_seeds / total_seeds < 0.7  # ~1 - 1/P of the seeds are elsewhere
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["system_options"] == {"system": "default", "schedule": "global"}
+    assert summary["system_options"] == {"system": "default", "schedule": "global",
+                                         "sampling": "distributed"}
