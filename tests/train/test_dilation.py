@@ -43,9 +43,9 @@ def test_auto_needs_a_reference():
     config = {"datasets": {"t": {"source": "synthetic"}},
               "partitionings": {"m": {"method": "metis", "parts": 2}},
               "networks": {"slow": {"preset": "10gbe", "time_dilation": "auto"}}}
-    with pytest.raises(ConfigError, match="config.networks.slow: 'reference_step_ms' is a "
-                                          "required property"):
+    with pytest.raises(ConfigError, match=r"config\.networks\.slow: 'reference_step_ms' is "
+                                          r"a required property"):
         validate(config)
     config["networks"]["slow"]["time_dilation"] = 0.5
-    with pytest.raises(ConfigError, match="config.networks.slow.time_dilation"):
+    with pytest.raises(ConfigError, match=r"config\.networks\.slow\.time_dilation"):
         validate(config)
