@@ -41,17 +41,8 @@ def cmd_validate(args: argparse.Namespace) -> None:
 def cmd_systems(args: argparse.Namespace) -> None:
     from commgnn.systems import discover
 
-    for name, cls in sorted(discover().items()):
-        print(f"{name}  ({cls.__module__}.{cls.__qualname__})")
-        print(f"  partition methods: {', '.join(cls.partition_methods)}")
-        print(f"  needs: {', '.join(cls.needs) or '-'}")
-        for key, prop in sorted(cls.option_properties().items()):
-            kind = prop.get("type") or ("one of " + "|".join(map(str, prop["enum"]))
-                                        if "enum" in prop else "any")
-            default = f" (default {prop['default']!r})" if "default" in prop else ""
-            print(f"  option {key}: {kind}{default} — {prop.get('description', '')}")
-        for key, how in sorted(cls.metric_reductions().items()):
-            print(f"  metric {key}: {how}")
+    for _, cls in sorted(discover().items()):
+        print("\n".join(cls.describe()))
 
 
 def cmd_dataset(args: argparse.Namespace) -> None:

@@ -344,11 +344,30 @@ class NetworkEmulator:
         self._check(src, dst)
         if not self.crosses_machines(src, dst) or (nbytes <= 0 and messages <= 0):
             return 0.0
-        lk = self._links[src][dst]
         cong = self._congestion_s(src, dst, epoch, t, traffic)
-        return self.time_dilation * (messages * (lk.latency_s + cong)
-                                     + lk.serialisation_time(nbytes)
+        return self._serialisation_s(src, dst, nbytes) + \
+            self._one_way_delay_s(src, dst, nbytes, messages, cong)
+
+    def _serialisation_s(self, src: int, dst: int, nbytes: float) -> float:
+        """Dilated seconds ``nbytes`` occupy the links from ``src`` to ``dst``."""
+        return self.time_dilation * self._links[src][dst].serialisation_time(nbytes)
+
+    def _one_way_delay_s(self, src: int, dst: int, nbytes: float, messages: int,
+                         cong: float) -> float:
+        """Dilated seconds a one-way transfer waits besides its bytes (off the links):
+        ``m·(latency + δ) + γ·bytes·δ_ms``."""
+        return self.time_dilation * (messages * (self._links[src][dst].latency_s + cong)
                                      + self._gamma_s(nbytes, cong))
+
+    def _request_delays_s(self, requester: int, owner: int, response_bytes: float,
+                          cong: float) -> tuple[float, float]:
+        """Dilated off-link waits of a round trip: the request's latency, α and δ (paid
+        once), the response's latency and γ·bytes·δ_ms."""
+        f = self.time_dilation
+        up = f * (self._links[requester][owner].latency_s + self.rpc_overhead_s + cong)
+        down = f * (self._links[owner][requester].latency_s
+                    + self._gamma_s(response_bytes, cong))
+        return up, down
 
     def _gamma_s(self, nbytes: float, congestion_s: float) -> float:
         """GreenDyGNN Eq. 4's congestion term γ·N·F_b·δ (δ in ms), undilated."""
@@ -367,19 +386,13 @@ class NetworkEmulator:
     ) -> float:
         """Emulated wall seconds of a round trip on idle links (see module doc):
         ``f · [α + lat·2 + req/bw + resp/bw + δ + γ·resp·δ_ms]``."""
-        return sum(self._request_legs(requester, owner, request_bytes, response_bytes,
-                                      epoch, t, traffic))
-
-    def _request_legs(self, requester, owner, request_bytes, response_bytes, epoch, t,
-                      traffic) -> tuple[float, float]:
         self._check(requester, owner)
         if not self.crosses_machines(requester, owner):
-            return 0.0, 0.0
-        f = self.time_dilation
-        up = self._links[requester][owner].transfer_time(request_bytes) + self.rpc_overhead_s
-        down = self._links[owner][requester].transfer_time(response_bytes)
+            return 0.0
         cong = self._congestion_s(requester, owner, epoch, t, traffic)
-        return f * (up + cong), f * (down + self._gamma_s(response_bytes, cong))
+        return (self._serialisation_s(requester, owner, request_bytes)
+                + self._serialisation_s(owner, requester, response_bytes)
+                + sum(self._request_delays_s(requester, owner, response_bytes, cong)))
 
     def ring_allreduce_cost_s(self, rank: int, world_size: int, nbytes: int,
                               epoch: int | None = None, t: float | None = None) -> float:
@@ -391,13 +404,6 @@ class NetworkEmulator:
                            traffic=ALLREDUCE)
 
     # -- charging (really waits) ---------------------------------------------------------
-    def wait(self, seconds: float) -> float:
-        """Block the calling thread for ``seconds``; returns the wall time actually waited."""
-        start = time.monotonic()
-        if seconds > 0:
-            _wait_until(start + seconds, self.spin_s)
-        return time.monotonic() - start
-
     def _leg(self, src: int, dst: int, nbytes: float, delay_s: float) -> float:
         """Carry ``nbytes`` through ``src``'s egress and ``dst``'s ingress (shared with every
         other transfer of those machines), then wait ``delay_s`` (latencies, congestion);
@@ -427,11 +433,9 @@ class NetworkEmulator:
         if not self.crosses_machines(src, dst):
             return 0.0
         start = time.monotonic()
-        lk = self._links[src][dst]
         cong = self._congestion_s(src, dst, epoch, None, traffic)
-        delay = self.time_dilation * (messages * (lk.latency_s + cong)
-                                      + self._gamma_s(nbytes, cong))
-        charged = self._leg(src, dst, nbytes, delay)
+        charged = self._leg(src, dst, nbytes,
+                            self._one_way_delay_s(src, dst, nbytes, messages, cong))
         self._count(src, dst, traffic, int(nbytes), messages, charged, time.monotonic() - start)
         return charged
 
@@ -452,14 +456,11 @@ class NetworkEmulator:
         self._check(requester, owner)
         if not self.crosses_machines(requester, owner):
             return 0.0
-        f = self.time_dilation
         start = time.monotonic()
         cong = self._congestion_s(requester, owner, epoch, None, traffic)
-        up_delay = f * (self._links[requester][owner].latency_s + self.rpc_overhead_s + cong)
+        up_delay, down_delay = self._request_delays_s(requester, owner, response_bytes, cong)
         up = self._leg(requester, owner, request_bytes, up_delay)
         mid = time.monotonic()
-        down_delay = f * (self._links[owner][requester].latency_s
-                          + self._gamma_s(response_bytes, cong))
         down = self._leg(owner, requester, response_bytes, down_delay)
         end = time.monotonic()
         self._count(requester, owner, traffic, int(request_bytes), 1, up, mid - start)
@@ -611,6 +612,7 @@ def network_from_spec(
     wpn = int(spec.get("workers_per_node", 1))
     node_of = [w // wpn for w in range(num_workers)]
     nic = NicClocks(node_of[-1] + 1, nic_path) if nic_path else None
+    mode, factor = dilation_of(spec)
     return NetworkEmulator(
         num_workers,
         links,
@@ -619,7 +621,7 @@ def network_from_spec(
         node_of=node_of,
         spin_s=float(spec.get("spin_us", DEFAULT_SPIN_S * 1e6)) / 1e6,
         nic=nic,
-        time_dilation=dilation_of(spec)[1] if dilation_of(spec)[0] == "fixed" else 1.0,
+        time_dilation=factor if mode == "fixed" else 1.0,
         rpc_overhead_s=float(spec.get("rpc_overhead_us", 0.0)) / 1e6,
         congestion_gamma=float(spec.get("congestion_gamma", 0.0)),
     )

@@ -89,10 +89,6 @@ class NicClocks:
             self._free[ingress] = finish
         return finish
 
-    def free_at(self, machine: int) -> tuple[float, float]:
-        """(egress, ingress) free times of ``machine``."""
-        return float(self._free[2 * machine]), float(self._free[2 * machine + 1])
-
     def close(self) -> None:
         if self._map is not None:
             self._free = np.zeros(0)

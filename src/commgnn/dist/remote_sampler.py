@@ -56,6 +56,13 @@ def response_bytes(num_nodes: int, num_edges: int) -> int:
     return ID_BYTES * (num_nodes + 1) + ID_BYTES * num_edges
 
 
+def _count_request(counts: FetchCounts, num_nodes: int, num_edges: int) -> None:
+    """Add one sampling request for ``num_nodes`` rows holding ``num_edges`` neighbours."""
+    counts.remote_rpcs += 1
+    counts.remote_rows += num_nodes
+    counts.remote_bytes += request_bytes(num_nodes) + response_bytes(num_nodes, num_edges)
+
+
 def sampling_traffic(batch: MiniBatch, owner: np.ndarray, rank: int) -> FetchCounts:
     """The sampling traffic :class:`DistributedSampler` pays for ``batch`` on worker
     ``rank``: per layer, one request per owner of the layer's remote destinations."""
@@ -67,10 +74,7 @@ def sampling_traffic(batch: MiniBatch, owner: np.ndarray, rank: int) -> FetchCou
         owners = owner[dst]
         for o in np.unique(owners[owners != rank]).tolist():
             mine = owners == o
-            n, e = int(mine.sum()), int(degrees[mine].sum())
-            counts.remote_rpcs += 1
-            counts.remote_rows += n
-            counts.remote_bytes += request_bytes(n) + response_bytes(n, e)
+            _count_request(counts, int(mine.sum()), int(degrees[mine].sum()))
     return counts
 
 
@@ -119,9 +123,7 @@ class DistributedSampler(NeighborSampler):
                                          response_bytes(n, int(edges.shape[0])),
                                          traffic=SAMPLING)
             rows[owner] = (offsets, edges)
-            counts.remote_rpcs += 1
-            counts.remote_rows += n
-            counts.remote_bytes += request_bytes(n) + response_bytes(n, int(edges.shape[0]))
+            _count_request(counts, n, int(edges.shape[0]))
             counts.rtt_s[owner] = time.perf_counter() - start
         return _merge(nodes.shape[0], groups, rows)
 

@@ -190,6 +190,20 @@ class System(ABC):
         resolved.update({k: v for k, v in options.items() if k != "system"})
         return resolved
 
+    @classmethod
+    def describe(cls) -> list[str]:
+        """Lines describing the system's declarations (``commgnn systems``)."""
+        lines = [f"{cls.name}  ({cls.__module__}.{cls.__qualname__})",
+                 f"  partition methods: {', '.join(cls.partition_methods)}",
+                 f"  needs: {', '.join(cls.needs) or '-'}"]
+        for key, prop in sorted(cls.option_properties().items()):
+            kind = prop.get("type") or ("one of " + "|".join(map(str, prop["enum"]))
+                                        if "enum" in prop else "any")
+            fallback = f" (default {prop['default']!r})" if "default" in prop else ""
+            lines.append(f"  option {key}: {kind}{fallback} — {prop.get('description', '')}")
+        lines += [f"  metric {key}: {how}" for key, how in sorted(cls.metric_reductions().items())]
+        return lines
+
     # -- lifecycle -----------------------------------------------------------------------
     def __init__(self, options: dict | None = None) -> None:
         self.options = self.resolve_options(options or {})

@@ -35,9 +35,8 @@ def compute_step_s(ctx, model: torch.nn.Module, steps: int = PROBE_STEPS,
     for i in range(warmup + steps):
         batch = ctx.sampler.sample(seeds[i % len(seeds)],
                                    derive_seed(ctx.spec.seed, "dilation-probe", ctx.rank, i))
-        nodes = batch.input_nodes.numpy()
-        features = torch.from_numpy(np.asarray(ctx.dataset.features[np.sort(nodes)]))
-        features = features[torch.from_numpy(np.argsort(np.argsort(nodes)))].to(ctx.device)
+        features = torch.from_numpy(
+            np.asarray(ctx.dataset.features[batch.input_nodes.numpy()])).to(ctx.device)
         batch = batch.to(ctx.device)
         labels = ctx.labels_of(batch.seeds)
         if ctx.device.type == "cuda":

@@ -235,14 +235,11 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
     if system_state is not None:
         system.load_state_dict(system_state)
     setup_s = time.perf_counter() - t_setup
-    run_info = {"time_dilation": 1.0, "setup_s": setup_s}
     # Every system reports target times, also one whose network is free (oracle: the
-    # compute-only limit in the same units).
+    # compute-only limit in the same units), so the factor comes from the run's spec.
     mode, value = dilation_of(spec.network_spec)
-    if mode == "auto":
-        run_info.update(measure_dilation(ctx, model, value))
-    elif mode == "fixed":
-        run_info["time_dilation"] = value
+    run_info = measure_dilation(ctx, model, value) if mode == "auto" else \
+        {"time_dilation": value}
     emulator.set_time_dilation(run_info["time_dilation"])
     setups = [None] * world
     dist.all_gather_object(setups, setup_s)
