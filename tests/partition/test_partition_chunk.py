@@ -27,20 +27,53 @@ def test_five_chunks_four_workers():
     assert np.all(np.diff(nodes) > 0)
 
 
-def test_default_chunks_is_workers_plus_one():
+def test_default_chunks_is_one_per_worker():
     ds = sbm_dataset(num_nodes=600, blocks=3, seed=6)
     p = partition_graph(ds, {"method": "chunk", "parts": 3, "chunk_method": "metis"})
-    assert p.num_parts == 4 and p.workers == 3
+    assert p.num_parts == 3 and p.workers == 3
     assert p.stats["balance"] <= 1.1
+    one = partition_graph(ds, {"method": "chunk", "parts": 1})
+    assert one.num_parts == 2  # a sweep needs two chunks
 
 
 def test_grappa_default_schedule():
-    # M workers, M + 1 chunks: worker w pins chunk w and sweeps w+1, w+2, ... (Grappa Fig. 3)
-    assert chunk_schedule_period(5, 4) == 4
+    # W workers, W chunks: worker w pins chunk w and sweeps w+1, w+2, ... (Grappa Fig. 3)
+    assert chunk_schedule_period(4, 4) == 3
+    assert chunk_pairs(4, 4, 0) == [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert chunk_pairs(4, 4, 1) == [(0, 2), (1, 3), (2, 0), (3, 1)]
+    assert chunk_pairs(4, 4, 2) == [(0, 3), (1, 0), (2, 1), (3, 2)]
+    assert chunk_pairs(4, 4, 3) == chunk_pairs(4, 4, 0)
+
+
+def test_more_chunks_than_workers_rotates_bases_first():
+    # C = 5 > W = 4: the bases rotate every super-epoch (R = 2), then the sweep advances
+    assert chunk_schedule_period(5, 4) == 8
     assert chunk_pairs(5, 4, 0) == [(0, 1), (1, 2), (2, 3), (3, 4)]
-    assert chunk_pairs(5, 4, 1) == [(0, 2), (1, 3), (2, 4), (3, 0)]
-    assert chunk_pairs(5, 4, 3) == [(0, 4), (1, 0), (2, 1), (3, 2)]
-    assert chunk_pairs(5, 4, 4) == chunk_pairs(5, 4, 0)
+    assert chunk_pairs(5, 4, 1) == [(4, 0), (0, 1), (1, 2), (2, 3)]
+    assert chunk_pairs(5, 4, 2) == [(0, 2), (1, 3), (2, 4), (3, 0)]
+    bases = {b for s in range(2) for b, _ in chunk_pairs(5, 4, s)}
+    assert bases == set(range(5))  # every chunk seeds batches within R super-epochs
+
+
+@pytest.mark.parametrize(("chunks", "workers"), [(4, 4), (5, 4), (7, 3), (6, 1)])
+def test_one_sweep_covers_every_cross_chunk_edge_and_training_node(chunks, workers):
+    ds = sbm_dataset(num_nodes=700, blocks=4, seed=9)
+    p = partition_graph(ds, {"method": "chunk", "parts": workers, "chunks": chunks})
+    owner = p.book.owner
+    indptr, indices = np.asarray(ds.indptr), np.asarray(ds.indices)
+    src = np.repeat(np.arange(ds.num_nodes), np.diff(indptr))
+    cross = owner[src] != owner[indices]
+    assert cross.any()
+    inside = np.zeros(indices.shape[0], dtype=bool)
+    seeded = np.zeros(ds.num_nodes, dtype=bool)
+    for super_epoch in range(chunk_schedule_period(chunks, workers)):
+        for base, swept in chunk_pairs(chunks, workers, super_epoch):
+            member = np.zeros(ds.num_nodes, dtype=bool)
+            member[partition_nodes([p.nodes(base), p.nodes(swept)])] = True
+            inside |= member[src] & member[indices]
+            seeded[p.nodes(base)] = True  # seeds are the base chunk's training nodes
+    assert inside[cross].all()
+    assert seeded[np.asarray(ds.train_idx)].all()
 
 
 @pytest.mark.parametrize(("chunks", "workers"), [

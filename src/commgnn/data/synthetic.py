@@ -133,8 +133,10 @@ FEATURE_CHUNK_ROWS = 1 << 16
 
 # RNG stream ids (first seed word after the user seed).
 _STREAM_NODES, _STREAM_EDGES, _STREAM_FEATURES, _STREAM_SPLIT = 1, 2, 3, 4
+_STREAM_SIGNAL = 5  # informative-node mask; drawn only when signal_fraction < 1
+DEFAULT_SIGNAL_FRACTION = 1.0
 _KNOWN_KEYS = {"source", "preset", "nodes", "avg_degree", "classes", "feature_dim", "homophily",
-               "degree_exponent", "feature_noise", "split", "seed"}
+               "degree_exponent", "feature_noise", "signal_fraction", "split", "seed"}
 
 
 def seeded_rng(*words: int) -> np.random.Generator:
@@ -157,6 +159,7 @@ def resolve_synthetic_spec(spec: dict) -> dict:
     params = copy.deepcopy(PRESETS[preset])
     params["preset"] = preset
     params["seed"] = DEFAULT_SEED
+    params.setdefault("signal_fraction", DEFAULT_SIGNAL_FRACTION)
     for key, value in spec.items():
         if key == "split":
             if not isinstance(value, dict):
@@ -193,6 +196,8 @@ def _validate(p: dict) -> None:
         raise bad("degree_exponent", "must be > 1")
     if not float(p["feature_noise"]) >= 0:
         raise bad("feature_noise", "must be >= 0")
+    if isinstance(p["signal_fraction"], bool) or not 0 < float(p["signal_fraction"]) <= 1:
+        raise bad("signal_fraction", "must be in (0, 1]")
     split = p["split"]
     extra = sorted(set(split) - {"train", "val", "test"})
     if extra:
@@ -416,6 +421,18 @@ def generate_edges(theta: np.ndarray, labels: np.ndarray, classes: int, num_edge
     return lo, keys
 
 
+def signal_mask(n: int, signal_fraction: float, seed: int) -> np.ndarray | None:
+    """Which nodes carry their class mean in their features: exactly
+    ``round(signal_fraction * n)`` nodes, a uniform random subset drawn from its own stream
+    ``[seed, _STREAM_SIGNAL]``; ``None`` (every node) when ``signal_fraction == 1``."""
+    if float(signal_fraction) >= 1.0:
+        return None
+    count = round(float(signal_fraction) * n)
+    mask = np.zeros(n, dtype=bool)
+    mask[seeded_rng(seed, _STREAM_SIGNAL).permutation(n)[:count]] = True
+    return mask
+
+
 # --------------------------------------------------------------------------------------
 # public entry point
 # --------------------------------------------------------------------------------------
@@ -439,8 +456,16 @@ def generate_synthetic(spec: dict, name: str = "synthetic") -> GraphDataset:
     del lo, hi
 
     features = np.empty((n, dim), dtype=np.float32)
+    mask = signal_mask(n, float(p["signal_fraction"]), seed)
+    if mask is None:
+        offsets, offset_rows = class_means, labels
+    else:  # uninformative nodes add the extra all-zero row: pure noise
+        offsets = np.concatenate([class_means, np.zeros((1, dim), dtype=np.float32)])
+        offset_rows = np.where(mask, labels, classes)
+        del mask
     fill_features(features, (seed, _STREAM_FEATURES), scale=float(p["feature_noise"]),
-                  offsets=class_means, labels=labels)
+                  offsets=offsets, labels=offset_rows)
+    del offset_rows
 
     train_idx, val_idx, test_idx = random_split(n, p["split"], seeded_rng(seed, _STREAM_SPLIT))
     return GraphDataset(name=name, indptr=indptr, indices=indices, features=features,

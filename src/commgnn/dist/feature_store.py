@@ -34,14 +34,14 @@ def worker_name(rank: int) -> str:
     return f"worker{rank}"
 
 
-def _serve_rows(local_ids: torch.Tensor) -> torch.Tensor:
-    """RPC target: this worker's feature rows for ``local_ids``."""
-    return _SERVED["features"].index_select(0, local_ids)
+def _serve_rows(local_ids: torch.Tensor, table: str = "features") -> torch.Tensor:
+    """RPC target: this worker's rows of ``table`` for ``local_ids``."""
+    return _SERVED[table].index_select(0, local_ids)
 
 
-def serve_features(local_features: torch.Tensor) -> None:
-    """Make this process answer :func:`_serve_rows` with ``local_features``."""
-    _SERVED["features"] = local_features
+def serve_features(local_features: torch.Tensor, table: str = "features") -> None:
+    """Make this process answer :func:`_serve_rows` for ``table`` with ``local_features``."""
+    _SERVED[table] = local_features
 
 
 @dataclass
@@ -66,11 +66,15 @@ class FetchCounts:
 
 
 class FeatureStore:
-    """Local rows plus RPC pulls of remote rows, with exact communication counts."""
+    """Local rows plus RPC pulls of remote rows, with exact communication counts.
+
+    ``table`` names the served rows, so a process can serve more than one store (the
+    loop's, keyed by the partition book, and e.g. Grappa's chunk homes); every process of
+    the run builds the same tables."""
 
     def __init__(self, rank: int, owner: np.ndarray, local_id: np.ndarray,
                  local_features: torch.Tensor, emulator: NetworkEmulator,
-                 rpc_timeout_s: float, rtt_window: int = 64) -> None:
+                 rpc_timeout_s: float, rtt_window: int = 64, table: str = "features") -> None:
         self.rank = rank
         self.owner = torch.from_numpy(np.ascontiguousarray(owner, dtype=np.int64))
         self.local_id = torch.from_numpy(np.ascontiguousarray(local_id, dtype=np.int64))
@@ -82,11 +86,13 @@ class FeatureStore:
         self._lock = threading.Lock()
         self.rtt: dict[int, deque[float]] = {}
         self._rtt_window = rtt_window
-        serve_features(local_features)
+        self.table = table
+        serve_features(local_features, table)
 
-    def pull(self, nodes_by_owner: dict[int, torch.Tensor]) -> tuple[dict[int, torch.Tensor],
-                                                                      FetchCounts]:
-        """Fetch the rows of remote ``nodes`` (global ids), one RPC per owner, in parallel.
+    def pull(self, nodes_by_owner: dict[int, torch.Tensor], traffic: str = FETCH
+             ) -> tuple[dict[int, torch.Tensor], FetchCounts]:
+        """Fetch the rows of remote ``nodes`` (global ids), one RPC per owner, in parallel,
+        charged to the emulated network as ``traffic``.
 
         Returns the rows per owner (in the order given) and the exact counts.
         """
@@ -97,7 +103,8 @@ class FeatureStore:
         futures = {}
         for owner, nodes in nodes_by_owner.items():
             local_ids = self.local_id[nodes]
-            futures[owner] = rpc.rpc_async(worker_name(owner), _serve_rows, args=(local_ids,),
+            futures[owner] = rpc.rpc_async(worker_name(owner), _serve_rows,
+                                           args=(local_ids, self.table),
                                            timeout=self.rpc_timeout_s)
             n = int(nodes.shape[0])
             counts.remote_rpcs += 1
@@ -108,7 +115,7 @@ class FeatureStore:
         for owner, n in counts.per_owner_rows.items():
             # responses share this worker's ingress: the NIC model serialises their bytes
             self.emulator.charge_request(self.rank, owner, n * ID_BYTES, n * self.row_bytes,
-                                         traffic=FETCH)
+                                         traffic=traffic)
             rows[owner] = futures[owner].wait()
             counts.rtt_s[owner] = time.perf_counter() - start
         with self._lock:
@@ -116,7 +123,8 @@ class FeatureStore:
                 self.rtt.setdefault(owner, deque(maxlen=self._rtt_window)).append(rtt)
         return rows, counts
 
-    def fetch_remote(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
+    def fetch_remote(self, nodes: torch.Tensor, traffic: str = FETCH
+                     ) -> tuple[torch.Tensor, FetchCounts]:
         """Rows of remote ``nodes`` (global ids, any order, none owned here), in order.
 
         The grouped fetch every system uses: nodes are grouped by owner, each owner gets
@@ -135,7 +143,7 @@ class FeatureStore:
             pos = torch.nonzero(owners == owner).flatten()
             by_owner[owner] = nodes[pos]
             positions[owner] = pos
-        rows, counts = self.pull(by_owner)
+        rows, counts = self.pull(by_owner, traffic)
         for owner, block in rows.items():
             out[positions[owner]] = block
         return out, counts

@@ -643,30 +643,45 @@ def allreduce_hook(
     rank: int,
     world_size: int,
     process_group: Any = None,
+    *,
+    ring: Sequence[int] | None = None,
+    scale: Callable[[], float] | None = None,
 ) -> Callable[[Any, Any], Any]:
     """A DDP communication hook that pays the emulated ring all-reduce, then all-reduces.
 
     Use as ``ddp.register_comm_hook(None, allreduce_hook(emu, rank, world_size))``. For each
-    gradient bucket of ``B`` bytes the calling (autograd) thread first waits for
-    :meth:`NetworkEmulator.charge_ring_allreduce` (``ceil(2(P−1)B/P)`` bytes in ``2(P−1)``
-    messages to ``rank+1``, traffic ``allreduce``), then follows torch's
-    ``default_hooks.allreduce_hook``: divide by the world size and ``all_reduce`` (sum)
+    gradient bucket of ``B`` bytes the calling (autograd) thread first waits for its share
+    of a ring all-reduce (``ceil(2(P−1)B/P)`` bytes in ``2(P−1)`` messages to its ring
+    successor, traffic ``allreduce``), then follows torch's
+    ``default_hooks.allreduce_hook``: divide by the group size and ``all_reduce`` (sum)
     asynchronously, returning the future of the averaged bucket. The hook's ``state``
     argument is used as the process group when it is one and ``process_group`` is not given
     (else the default group).
+
+    ``ring`` lists the global ranks of a subgroup (``process_group``'s, in ring order;
+    default ``0..world_size-1``); ``scale()``, when given, multiplies the bucket before the
+    reduction, so the result is ``(1/P)·Σ_w scale_w·g_w`` (Grappa's coverage correction).
     """
     import torch.distributed as dist
+
+    members = list(range(world_size)) if ring is None else [int(r) for r in ring]
+    size = len(members)
+    successor = members[(members.index(rank) + 1) % size]
 
     # No annotations on purpose: DDP's _check_comm_hook compares them with dist.GradBucket
     # and Future[Tensor], and postponed (string) annotations would fail that check.
     def hook(state, bucket):  # type: ignore[no-untyped-def]
         tensor = bucket.buffer()
+        if scale is not None:
+            tensor.mul_(float(scale()))
         nbytes = tensor.numel() * tensor.element_size()
-        emulator.charge_ring_allreduce(rank, world_size, nbytes)
+        if size > 1:
+            emulator.charge(rank, successor, ring_allreduce_bytes(nbytes, size),
+                            messages=ring_allreduce_messages(size), traffic=ALLREDUCE)
         group = process_group
         if group is None:
             group = state if isinstance(state, dist.ProcessGroup) else dist.group.WORLD
-        tensor.div_(world_size)
+        tensor.div_(size)
         fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
         return fut.then(lambda f: f.value()[0])
 

@@ -3,29 +3,29 @@
 The graph is cut once, at startup, into ``C`` *chunks* (random or METIS). A training
 *partition* for one super-epoch is the union of a worker's pinned *base* chunk and one
 *swept* chunk; at every repartitioning each worker moves on to its next swept chunk.
-Grappa uses ``C = M + 1`` chunks for ``M`` workers by default; here ``C`` may be any value
-with ``W <= C`` (``W`` = number of workers, ``C >= 2``).
+The default is ``C = W`` (one base chunk per worker, ``W`` = number of workers); any
+``2 <= C`` with ``W <= C`` works.
 
 Schedule rule implemented by :func:`chunk_pairs` (all arithmetic mod ``C``)::
 
-    L = C - 1                    super-epochs per round: one sweep over the other chunks
-    R = ceil((C - 1) / W)        rounds per period
-    T = R * L                    period (chunk_schedule_period); super_epoch is taken mod T
-    r, j = divmod(super_epoch mod T, L)
+    R = ceil(C / W)              base rotations: R * W >= C, so every chunk is a base
+    T = R * (C - 1)              period (chunk_schedule_period); super_epoch is taken mod T
+    j, r = divmod(super_epoch mod T, R)
     base(w)  = (r * W + w) mod C
     swept(w) = (base(w) + 1 + j) mod C
 
-So in round ``r`` workers pin the ``W`` consecutive chunks starting at ``r * W`` and each
-sweeps every other chunk in increasing cyclic order. With ``C = W + 1`` (Grappa's default)
-there is one round of ``W = M`` super-epochs in which worker ``w`` pins chunk ``w`` and meets
-chunks ``w+1, w+2, ...`` (Grappa Fig. 3: worker 0 trains ``m0+m1``, then ``m0+m2``, ...).
-When ``W < C - 1`` the base chunks rotate round-robin across rounds.
+The base chunks rotate fastest (round-robin, Grappa §3.3 "coverage guarantee"): within the
+first ``R`` super-epochs every chunk is some worker's base, so every training node seeds
+batches early in training; ``j`` then advances the sweep. With ``C = W`` there is one
+rotation (``R = 1``) and ``T = C - 1`` super-epochs in which worker ``w`` pins chunk ``w``
+and meets chunks ``w+1, w+2, ...`` (Grappa Fig. 3: worker 0 trains ``m0+m1``, then
+``m0+m2``, ...).
 
-Coverage: the bases used in one period are ``R * W >= C - 1`` consecutive residues, so at
-least ``C - 1`` distinct chunks are pinned for a full round and sweep all other chunks;
-every unordered pair ``{a, b}`` has at least one member among them, hence every pair (and so
-every cross-chunk edge) co-resides in some partition within ``T`` super-epochs. Within one
-super-epoch the base chunks of the workers are distinct, and so are their swept chunks.
+Coverage: over one period every chunk is a base with every sweep offset ``j = 0..C-2``, so
+it co-resides with every other chunk; hence every pair of chunks (and every cross-chunk
+edge) is inside some worker's partition within ``T`` super-epochs. Within one super-epoch
+the base chunks of the workers are distinct (``W <= C`` consecutive residues), and so are
+their swept chunks.
 """
 
 from __future__ import annotations
@@ -60,8 +60,13 @@ def _check(num_chunks: int, num_workers: int) -> None:
 def chunk_schedule_period(num_chunks: int, num_workers: int) -> int:
     """Super-epochs after which :func:`chunk_pairs` repeats; covers every chunk pair."""
     _check(num_chunks, num_workers)
-    rounds = -(-(num_chunks - 1) // num_workers)
-    return rounds * (num_chunks - 1)
+    return base_rotations(num_chunks, num_workers) * (num_chunks - 1)
+
+
+def base_rotations(num_chunks: int, num_workers: int) -> int:
+    """``R = ceil(C / W)``: rotations of the base chunks until every chunk was a base."""
+    _check(num_chunks, num_workers)
+    return -(-num_chunks // num_workers)
 
 
 def chunk_pairs(num_chunks: int, num_workers: int, super_epoch: int) -> list[tuple[int, int]]:
@@ -69,9 +74,9 @@ def chunk_pairs(num_chunks: int, num_workers: int, super_epoch: int) -> list[tup
     _check(num_chunks, num_workers)
     if super_epoch < 0:
         raise ValueError(f"super_epoch must be >= 0, got {super_epoch}")
-    sweep = num_chunks - 1
+    rotations = base_rotations(num_chunks, num_workers)
     step = super_epoch % chunk_schedule_period(num_chunks, num_workers)
-    rnd, j = divmod(step, sweep)
+    j, rnd = divmod(step, rotations)
     pairs = []
     for worker in range(num_workers):
         base = (rnd * num_workers + worker) % num_chunks

@@ -4,8 +4,8 @@
 
     method         metis | random | chunk                         (required)
     parts          number of workers P                            (required)
-    chunks         chunk only: number of chunks C, default P + 1 (Grappa's "M + 1 chunks");
-                   needs 2 <= C and P <= C
+    chunks         chunk only: number of chunks C, default max(P, 2) (one base chunk per
+                   worker); needs 2 <= C and P <= C (C > P rotates the base chunks)
     chunk_method   chunk only: random (default) | metis
     balance_train  metis (or chunk with chunk_method metis): balance training nodes per
                    part with a 2-constraint METIS (weights [1, is_train]), default false
@@ -126,7 +126,7 @@ def normalize_spec(spec: dict) -> dict:
     out: dict = {"method": method, "parts": _int(spec, "parts", None, 1, 4096)}
     uses_metis = method == "metis"
     if method == "chunk":
-        out["chunks"] = _int(spec, "chunks", out["parts"] + 1, 2, 65536)
+        out["chunks"] = _int(spec, "chunks", max(out["parts"], 2), 2, 65536)
         if out["chunks"] < out["parts"]:
             raise ValueError(f"partitioning.chunks = {out['chunks']} < parts = "
                              f"{out['parts']}: every worker needs its own base chunk")

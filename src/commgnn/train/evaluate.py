@@ -16,9 +16,12 @@ from commgnn.sampling.seeds import derive_seed
 
 
 def eval_nodes(ctx, split: str) -> np.ndarray:
-    """This worker's owned nodes of ``split``, subsampled to ``eval_max_nodes``."""
+    """This worker's owned nodes of ``split``, subsampled to ``eval_max_nodes``.
+
+    A unit of the book (part, or chunk when there are more chunks than workers) is
+    evaluated by worker ``unit mod workers``, so every node is evaluated by someone."""
     idx = np.asarray(getattr(ctx.dataset, f"{split}_idx"))
-    own = idx[np.asarray(ctx.partition.book.owner)[idx] == ctx.rank]
+    own = idx[np.asarray(ctx.partition.book.owner)[idx] % ctx.world_size == ctx.rank]
     limit = ctx.spec.get("eval_max_nodes")
     if own.shape[0] > limit:
         rng = np.random.default_rng(derive_seed(ctx.spec.seed, "eval", split, ctx.rank))

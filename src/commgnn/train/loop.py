@@ -32,7 +32,15 @@ from commgnn.config import ConfigError
 from commgnn.data.store import load_dataset
 from commgnn.dist.feature_store import FeatureStore, worker_name
 from commgnn.dist.launcher import DistEnv, external_env, launch
-from commgnn.dist.netem import ALLREDUCE, FETCH, SAMPLING, dilation_of, network_from_spec
+from commgnn.dist.netem import (
+    ALLREDUCE,
+    FETCH,
+    MIGRATION,
+    SAMPLING,
+    SHUFFLE,
+    dilation_of,
+    network_from_spec,
+)
 from commgnn.dist.nic import clock_file
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
@@ -51,8 +59,9 @@ from commgnn.train.summary import epoch_summary, run_summary, write_tidy_tables
 
 log = logging.getLogger("commgnn.train")
 
-#: Traffic classes whose modelled link seconds each epoch record carries.
-NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE)
+#: Traffic classes whose modelled link seconds and bytes each epoch record carries
+#: (``network_<class>_s``, ``network_<class>_bytes``; every thread, steps and outside).
+NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE, SHUFFLE, MIGRATION)
 #: Step fields summed into the worker's epoch record.
 STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
                "remote_bytes", "cache_hits", "cache_misses", "local_rows", "sampling_rpcs",
@@ -260,15 +269,17 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         dist.barrier()
         start = time.perf_counter()  # the system's epoch work (cache fills …) is inside
         energy0 = meter.read_joules()
-        network0 = {c: emulator.totals(c).charged_s for c in NETWORK_CLASSES}
+        network0 = {c: emulator.totals(c) for c in NETWORK_CLASSES}
         system.start_epoch(epoch)
         record = _run_epoch(system, epoch, rank, steps_out, emulator, meter)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
         record["time_s"] = time.perf_counter() - start
         record["time_dilation"] = emulator.time_dilation
         record["energy_j"] = meter.read_joules() - energy0
-        for c in NETWORK_CLASSES:  # modelled seconds on the links, every thread
-            record[f"network_{c}_s"] = emulator.totals(c).charged_s - network0[c]
+        for c in NETWORK_CLASSES:  # modelled seconds and bytes on the links, every thread
+            now = emulator.totals(c)
+            record[f"network_{c}_s"] = now.charged_s - network0[c].charged_s
+            record[f"network_{c}_bytes"] = now.bytes - network0[c].bytes
         record["sync_emulated_s"] = record[f"network_{ALLREDUCE}_s"]
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
         record["recent_rtt_s"] = {str(o): rtt for o in range(world)

@@ -21,7 +21,9 @@ from commgnn.train.spec import RunSpec
 SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
           "local_rows", "energy_j", "steps", "sampling_rpcs", "sampling_rows", "sampling_bytes",
           "allreduce_bytes", "allreduce_messages", "network_fetch_s", "network_sampling_s",
-          "network_allreduce_s", "fetch_wait_s")
+          "network_allreduce_s", "fetch_wait_s", "network_shuffle_s", "network_migration_s",
+          *(f"network_{c}_bytes" for c in ("fetch", "sampling", "allreduce", "shuffle",
+                                          "migration")))
 #: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
 #: added to the epoch's remote totals.
 OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
@@ -37,7 +39,8 @@ COMMON_KEYS = (
     "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
     "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch",
     "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
-    "allreduce_bytes_per_epoch", "test_acc", "val_acc",
+    "allreduce_bytes_per_epoch", "shuffle_bytes_per_epoch", "migration_bytes_per_epoch",
+    "test_acc", "val_acc",
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "steps_per_epoch",
 )
 
@@ -139,6 +142,9 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         **{f"{key}_per_epoch": per_epoch[key] for key in OUTSIDE_STEPS},
         **{f"{key}_per_epoch": per_epoch[key] for key in
            ("sampling_rpcs", "sampling_bytes", "allreduce_messages", "allreduce_bytes")},
+        "shuffle_bytes_per_epoch": mean(e.get("network_shuffle_bytes", 0) for e in epochs),
+        "migration_bytes_per_epoch": mean(e.get("network_migration_bytes", 0)
+                                          for e in epochs),
         "cache_hits_per_epoch": per_epoch["cache_hits"],
         "cache_misses_per_epoch": per_epoch["cache_misses"],
         "test_acc": last_eval[-1]["test_acc"] if last_eval else math.nan,
