@@ -21,7 +21,7 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     partitioning=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     system=r"[a-z0-9][a-z0-9-]*",
-    model=r"[a-z0-9]+",
+    model=r"[a-z0-9]+(-[1-8])?",
     batch=r"\d+",
     network=r"[A-Za-z0-9][A-Za-z0-9.-]*",
     seed=r"\d+",
@@ -32,6 +32,7 @@ include: "workflow/rules/partition.smk"
 include: "workflow/rules/presample.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/grappa.smk"
 
 
 rule all:
@@ -41,4 +42,5 @@ rule all:
         all_runs(),
         f"{RESULTS}/tables/runs.csv" if RUNS else [],
         figure_targets(),
+        grappa_targets(),
     default_target: True

@@ -23,9 +23,13 @@ TINY = {
     },
     "training": {"epochs": 1, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 100},
     "systems": {"rapidgnn": {"n_hot": 50, "prefetch_depth": 2},
-                "rapidgnn-h200": {"system": "rapidgnn", "n_hot": 200}},
+                "rapidgnn-h200": {"system": "rapidgnn", "n_hot": 200},
+                "grappa-uw": {"system": "grappa", "estimator": "none"}},
     "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200"],
                      "datasets": ["tiny"], "partitionings": ["metis2"], "batch_sizes": [256],
+                     "networks": ["10gbe"]},
+                    {"systems": ["grappa", "grappa-uw"], "datasets": ["tiny"],
+                     "partitionings": ["chunk3"], "batch_sizes": [256],
                      "networks": ["10gbe"]}],
 }
 
@@ -57,7 +61,8 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert set(table["partitioning"]) == {"metis2", "chunk3"}
     assert len(table) == 2 + 3
     runs = pd.read_csv(out / "tables" / "runs.csv")
-    assert sorted(runs["system"]) == ["default", "oracle", "rapidgnn", "rapidgnn-h200"]
+    assert sorted(runs["system"]) == ["default", "grappa", "grappa-uw", "oracle", "rapidgnn",
+                                      "rapidgnn-h200"]
     by_system = runs.set_index("system")
     assert by_system.loc["default", "remote_rows_per_epoch"] > 0
     assert by_system.loc["oracle", "remote_rows_per_epoch"] == 0
@@ -69,6 +74,16 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert sorted(fig5["n_hot"]) == [50, 200]
     assert (out / "figures" / "rapidgnn_fig5.png").stat().st_size > 0
     assert (out / "figures" / "rapidgnn_fig3.png").stat().st_size > 0
+    # Grappa: isolated runs (no feature traffic) and its tables
+    assert (by_system.loc[["grappa", "grappa-uw"], "remote_rows_per_epoch"] == 0).all()
+    assert by_system.loc["grappa", "shuffle_bytes_per_epoch"] > 0
+    table3 = pd.read_csv(out / "figures" / "grappa_table3.csv")
+    assert {"Grappa", "Grappa-UW", "default (metis2)"} <= set(table3["variant"])
+    assert (table3["speedup_vs_default"] > 0).all()
+    table1 = pd.read_csv(out / "figures" / "grappa_table1.csv")
+    assert set(table1["partitioning"]) == {"metis2"} and (table1["remote_rows"] > 0).all()
+    for name in ("grappa_table4", "grappa_table7", "grappa_table8", "grappa_fig4"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 0
     for system in ("default", "oracle"):
         run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"
         assert (run_dir / "summary.json").is_file()

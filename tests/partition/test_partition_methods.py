@@ -33,7 +33,7 @@ SPECS = [
 def test_every_node_has_one_owner_and_local_ids_are_bijective(sbm, spec):
     p = partition_graph(sbm, spec)
     book = p.book
-    units = spec.get("chunks", spec["parts"] + 1) if spec["method"] == "chunk" else spec["parts"]
+    units = spec.get("chunks", spec["parts"]) if spec["method"] == "chunk" else spec["parts"]
     assert p.num_parts == book.num_parts == units
     assert book.owner.dtype == np.int32 and book.owner.shape == (sbm.num_nodes,)
     assert book.owner.min() >= 0 and book.owner.max() < units
@@ -113,7 +113,7 @@ def test_metis_handles_directed_graphs():
 
 def test_spec_defaults_and_validation():
     assert normalize_spec({"method": "chunk", "parts": 4}) == {
-        "method": "chunk", "parts": 4, "chunks": 5, "chunk_method": "random",
+        "method": "chunk", "parts": 4, "chunks": 4, "chunk_method": "random",
         "halo_hops": 1, "seed": 0}
     assert normalize_spec({"method": "metis", "parts": 2})["balance_train"] is False
     bad = [

@@ -50,8 +50,10 @@ if TYPE_CHECKING:
 #: How a system metric is combined: over the workers of an epoch, then over epochs.
 #: ``sum``: summed over workers; the run summary reports the mean per epoch as
 #: ``<metric>_per_epoch``. ``max``: the largest value of any worker and epoch.
-#: ``mean``: the mean over workers, then over epochs.
-REDUCTIONS = ("sum", "max", "mean")
+#: ``mean``: the mean over workers, then over epochs. ``slowest``: the largest value of
+#: any worker in an epoch (what the synchronous epoch waits for); the run summary reports
+#: the mean per epoch as ``<metric>_per_epoch``.
+REDUCTIONS = ("sum", "max", "mean", "slowest")
 
 #: Pipeline products a system may declare in ``needs``; the workflow builds them and
 #: passes each to ``commgnn train --input NAME=PATH``; ``ctx.inputs[NAME]`` is the path.
@@ -310,7 +312,7 @@ def reduce_values(how: str, values: Sequence[float]) -> float:
     """Combine ``values`` by a :data:`REDUCTIONS` rule."""
     if how == "sum":
         return sum(values)
-    if how == "max":
+    if how in ("max", "slowest"):
         return max(values)
     if how == "mean":
         return sum(values) / len(values) if values else math.nan

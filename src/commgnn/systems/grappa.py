@@ -175,7 +175,8 @@ class GrappaSystem(System):
     }
     reductions = {
         "coverage_factor": "mean", "coverage_uniform": "mean", "super_epoch": "max",
-        "switch_s": "max", "switch_raw_s": "max", "switch_bytes": "sum", "switch_rows": "sum",
+        "switch_s": "slowest", "switch_raw_s": "slowest", "switch_bytes": "sum",
+        "switch_rows": "sum",
         "partition_nodes": "mean", "partition_edges": "mean", "optimizer_updates": "sum",
         "phases": "max", "deficit_switch": "max",
     }

@@ -321,7 +321,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
 def _fresh_model(spec: RunSpec, dataset, device: torch.device):
     """The model (same initial weights on every worker) and its optimiser."""
     torch.manual_seed(derive_seed(spec.seed, "init") % 2**63)
-    model = build_model(spec.model, dataset.feature_dim, spec.get("hidden"),
+    model = build_model(spec.architecture, dataset.feature_dim, spec.get("hidden"),
                         dataset.num_classes, num_layers=len(spec.get("fanouts")),
                         dropout=spec.get("dropout"), heads=spec.get("heads")).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=spec.get("lr"),

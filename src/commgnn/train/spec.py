@@ -65,6 +65,11 @@ class RunSpec:
         return self.system_options.get("system", self.system)
 
     @property
+    def architecture(self) -> str:
+        """The model's architecture: ``model`` without a depth suffix (``sage-3`` → ``sage``)."""
+        return split_model(self.model)[0]
+
+    @property
     def run_id(self) -> str:
         """Relative path of the run under ``<results>/runs/``."""
         return (f"{self.system}/{self.dataset}/{self.partitioning}/"
@@ -92,6 +97,30 @@ class RunSpec:
         if unknown:
             raise ValueError(f"run spec: unknown keys {unknown}")
         return cls(**data)
+
+
+def split_model(name: str) -> tuple[str, int | None]:
+    """``"sage-3"`` → ``("sage", 3)``; ``"sage"`` → ``("sage", None)``."""
+    architecture, _, depth = name.partition("-")
+    return architecture, int(depth) if depth else None
+
+
+def model_training(training: dict, model: str, where: str) -> dict:
+    """``training`` for ``model``: a depth suffix takes its fan-outs from ``depth_fanouts``
+    (ConfigError naming ``where`` when they are missing)."""
+    from commgnn.config import ConfigError
+
+    _, depth = split_model(model)
+    if depth is None or depth == len(training["fanouts"]):
+        return training
+    by_depth = {str(k): v for k, v in (training.get("depth_fanouts") or {}).items()}
+    fanouts = by_depth.get(str(depth))
+    if fanouts is None:
+        raise ConfigError(f"{where}: model {model!r} needs training.depth_fanouts.{depth}")
+    if len(fanouts) != depth:
+        raise ConfigError(f"training.depth_fanouts.{depth}: {len(fanouts)} fan-outs for "
+                          f"{depth} layers")
+    return {**training, "fanouts": list(fanouts)}
 
 
 def network_spec(config: dict, name: str) -> dict:
@@ -138,7 +167,8 @@ def expand_experiments(config: dict) -> list[RunSpec]:
                 system=system, dataset=dataset, partitioning=part, model=model,
                 batch_size=int(batch), network=net, network_spec=network,
                 seed=int(seed), workers=int(config["partitionings"][part]["parts"]),
-                training=training, system_options=options,
+                training=model_training(training, model, f"experiments[{index}].models"),
+                system_options=options,
             )
             runs.setdefault(spec.run_id, spec)
     return list(runs.values())

@@ -30,7 +30,8 @@ OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
 TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
-    "system", "base_system", "dataset", "partitioning", "model", "batch_size", "network",
+    "system", "base_system", "dataset", "partitioning", "model", "layers", "batch_size",
+    "network",
     "seed", "workers", "epochs", "time_dilation", "mean_epoch_time_s",
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
     "network_s_per_step", "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
@@ -86,7 +87,7 @@ def system_summary(reductions: dict[str, str], epochs: list[dict]) -> dict:
         values = [e[key] for e in epochs if key in e]
         if not values:
             continue
-        if how == "sum":
+        if how in ("sum", "slowest"):
             out[f"{key}_per_epoch"] = mean(values)
         else:
             out[key] = reduce_values(how, values)
@@ -119,6 +120,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "dataset": spec.dataset,
         "partitioning": spec.partitioning,
         "model": spec.model,
+        "layers": len(spec.get("fanouts")),
         "batch_size": spec.batch_size,
         "network": spec.network,
         "seed": spec.seed,

@@ -1,0 +1,36 @@
+"""Grappa Figure 4 / §5.3.1: epoch time against the number of partitions, Grappa (without
+its switches, as the paper) and the default system on METIS, per dataset, model and
+depth; mean over seeds, error bars the standard deviation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from commgnn.report.figures.grappa_runs import TIME_NOTE, load_runs
+
+
+def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
+    runs = load_runs(inputs)
+    runs["epoch_time_s"] = runs["epoch_time_excl_switch_s"]
+    data = runs.groupby(["dataset", "model", "layers", "variant", "workers"]).agg(
+        epoch_time_s=("epoch_time_s", "mean"), epoch_time_std_s=("epoch_time_s", "std"),
+        seeds=("seed", "nunique")).reset_index()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, group in data.groupby(["dataset", "model", "variant"]):
+        ax.errorbar(group["workers"], group["epoch_time_s"],
+                    yerr=group["epoch_time_std_s"].fillna(0), marker="o",
+                    label=" ".join(map(str, key)))
+    ax.set_xlabel("partitions (workers)")
+    ax.set_ylabel(f"epoch time ({TIME_NOTE})")
+    ax.set_title("Epoch time vs number of partitions")
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+    return data
