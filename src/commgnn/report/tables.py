@@ -46,6 +46,8 @@ def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
     for directory in map(Path, run_dirs):
         summary = json.loads((directory / "summary.json").read_text())
         row = {k: summary.get(k) for k in COMMON_KEYS}
+        if row["layers"] is None and "training" in summary:  # summaries before `layers`
+            row["layers"] = len(summary["training"]["fanouts"])
         row.update({k: summary[k] for k in summary.get("system_metrics", [])})
         options = summary.get("system_options", {})
         row.update({f"option_{k}": v for k, v in sorted(options.items()) if k != "system"})

@@ -47,10 +47,14 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     return runs
 
 
-def save_bars(frame: pd.DataFrame, value: str, out_png: Path, title: str, ylabel: str) -> None:
+def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:
     """One bar group per row of ``frame``'s index, one bar per column."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    frame.plot.bar(ax=ax, rot=0)
+    if frame.notna().any().any():
+        frame.plot.bar(ax=ax, rot=0)
+    else:  # e.g. no baseline in the same cell: say so instead of failing
+        ax.text(0.5, 0.5, "no comparable runs", ha="center", va="center",
+                transform=ax.transAxes)
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize="x-small")

@@ -35,7 +35,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     data["speedup_vs_default"] = data["default_epoch_time_s"] / data["epoch_time_excl_switch_s"]
     grappa = data[data["variant"] == "Grappa"]
     bars = grappa.pivot_table(index="layers", columns="dataset", values="speedup_vs_default")
-    save_bars(bars, "speedup_vs_default", out_png,
+    save_bars(bars, out_png,
               "Grappa epoch time vs default (excl. switches)",
               f"default ÷ Grappa epoch time ({TIME_NOTE})")
     return data

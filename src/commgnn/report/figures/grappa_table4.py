@@ -16,5 +16,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         test_acc=("test_acc", "mean"), test_acc_std=("test_acc", "std"),
         runs=("test_acc", "size")).reset_index()
     save_bars(data.pivot_table(index="layers", columns="variant", values="test_acc"),
-              "test_acc", out_png, "Test accuracy by depth", "mean test accuracy")
+              out_png, "Test accuracy by depth", "mean test accuracy")
     return data

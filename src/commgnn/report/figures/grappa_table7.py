@@ -21,5 +21,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     label = data["dataset"] + " " + data["model"]
     save_bars(data.assign(cell=label).pivot_table(index="cell", columns="variant",
                                                   values="test_acc"),
-              "test_acc", out_png, "Grappa ablations", "test accuracy")
+              out_png, "Grappa ablations", "test accuracy")
     return data

@@ -32,6 +32,6 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     data["switch_s_per_switch"] = data["switch_s_per_epoch"] * data["epochs"] / data["loads"]
     data = data.merge(chunking, on=["dataset", "partitioning"], how="left")
     save_bars(data.set_index(data["dataset"] + "/" + data["partitioning"])[
-        ["switch_s_per_switch", "epoch_time_s"]], "switch_s_per_switch", out_png,
+        ["switch_s_per_switch", "epoch_time_s"]], out_png,
         "Grappa switch overhead", TIME_NOTE)
     return data
