@@ -60,6 +60,9 @@ def test_induced_graph_and_both_estimators_by_hand():
     assert coverage_resampling(d_local[seeds], d_global[seeds], 2) == pytest.approx(1 / 3)
     # k = 1 samples one neighbour of each: 0.5 + 0 + 2 = 2.5
     assert coverage_resampling(d_local[seeds], d_global[seeds], 1) == pytest.approx(1 / 2.5)
+    # |S| x Eq. 18 (the harmonic-mean reading): 3 / 3 and 3 / 2.5
+    assert coverage_factor("harmonic", d_local[seeds], d_global[seeds], 2) == pytest.approx(1)
+    assert coverage_factor("harmonic", d_local[seeds], d_global[seeds], 1) == pytest.approx(1.2)
     # a fully covered batch is unbiased; UW is 1; an isolated node counts as covered
     assert coverage_resampling(np.array([3]), np.array([3]), 2) == 1.0
     assert coverage_factor("none", d_local[seeds], d_global[seeds], 2) == 1.0

@@ -29,7 +29,11 @@ for uniform neighbour sampling: mean over the seeds of d_local/d_global), ``resa
 one), ``none`` (Grappa-UW, ``c ≡ 1``). Edge cases (not in the paper): a seed with no
 global neighbours counts as fully covered (ratio 1); a seed with no local neighbour adds
 nothing to Eq. 18's sum (nothing was sampled to resample); when the sum is 0 (every seed
-sees its whole neighbourhood) the batch is unbiased and ``c = 1``.
+sees its whole neighbourhood) the batch is unbiased and ``c = 1``. ``harmonic`` is our
+reading of §3.4's prose — Eq. 18 is "closer to a harmonic mean" and "produces lower
+correction factors" than Eq. 11 — as ``|S| / Σ_v (…)``: Eq. 18 as printed has no ``|S|``,
+so its factor is ~1/(B·k) and a short last batch of an epoch gets a factor ``B/b`` times
+its peers', dominating the averaged update (measured: ``benchmarks/README.md``).
 
 Our reading of the scale under Adam (the optimiser of every run): Adam's update is
 invariant to a factor common to all workers (up to ``eps``), so Eq. 18's ``1/B``-sized
@@ -78,7 +82,7 @@ from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.seeds import batch_seed, derive_seed
 from commgnn.systems.base import Placement, PreparedBatch, StepOutput, System
 
-ESTIMATORS = ("resampling", "uniform", "none")
+ESTIMATORS = ("resampling", "harmonic", "uniform", "none")
 EDGE_BYTES = 8  # an int64 neighbour id of a loaded edge list
 
 
@@ -92,16 +96,30 @@ def coverage_uniform(d_local: np.ndarray, d_global: np.ndarray) -> float:
     return float(ratio.mean())
 
 
-def coverage_resampling(d_local: np.ndarray, d_global: np.ndarray, fanout: int) -> float:
-    """Eq. 18: ``1 / Σ_v (d_global/d_local − 1)·|S_v|`` with ``|S_v| = min(k, d_local)``
-    (all local neighbours when ``k = -1``); 1 when the sum is 0 (see the module doc)."""
+def resampling_sum(d_local: np.ndarray, d_global: np.ndarray, fanout: int) -> float:
+    """Eq. 18's denominator ``Σ_v (d_global/d_local − 1)·|S_v|``, ``|S_v| = min(k,
+    d_local)`` (all local neighbours when ``k = -1``); seeds without a local neighbour add
+    nothing."""
     d_local, d_global = np.asarray(d_local, float), np.asarray(d_global, float)
     sampled = d_local if fanout < 0 else np.minimum(float(fanout), d_local)
     has = d_local > 0
     excess = np.zeros_like(d_local)
     excess[has] = d_global[has] / d_local[has] - 1.0
-    total = float((excess * sampled).sum())
+    return float((excess * sampled).sum())
+
+
+def coverage_resampling(d_local: np.ndarray, d_global: np.ndarray, fanout: int) -> float:
+    """Eq. 18 as printed: ``1 / resampling_sum``; 1 when the sum is 0 (see the module doc)."""
+    total = resampling_sum(d_local, d_global, fanout)
     return 1.0 / total if total > 0 else 1.0
+
+
+def coverage_harmonic(d_local: np.ndarray, d_global: np.ndarray, fanout: int) -> float:
+    """``|S| / resampling_sum``: Eq. 18 times the number of seeds, the harmonic-mean-like
+    form §3.4 describes (Eq. 18 as printed shrinks with the batch size; see the module
+    doc); 1 when the sum is 0."""
+    total = resampling_sum(d_local, d_global, fanout)
+    return np.asarray(d_local).shape[0] / total if total > 0 else 1.0
 
 
 def coverage_factor(estimator: str, d_local: np.ndarray, d_global: np.ndarray,
@@ -111,6 +129,8 @@ def coverage_factor(estimator: str, d_local: np.ndarray, d_global: np.ndarray,
         return coverage_uniform(d_local, d_global)
     if estimator == "resampling":
         return coverage_resampling(d_local, d_global, fanout)
+    if estimator == "harmonic":
+        return coverage_harmonic(d_local, d_global, fanout)
     if estimator == "none":
         return 1.0
     raise ValueError(f"unknown estimator {estimator!r}; known: {ESTIMATORS}")
@@ -144,8 +164,8 @@ class GrappaSystem(System):
     partition_methods = ("chunk",)
     options = {
         "estimator": {"enum": list(ESTIMATORS), "default": "resampling",
-                      "description": "coverage factor: resampling (Eq. 18), uniform (Eq. 12), "
-                                     "none (Grappa-UW)"},
+                      "description": "coverage factor: resampling (Eq. 18 as printed), harmonic "
+                                     "(|S| x Eq. 18), uniform (Eq. 12), none (Grappa-UW)"},
         "switching": {"enum": ["sweep", "fixed"], "default": "sweep",
                       "description": "sweep: repartition every super-epoch; fixed: the first "
                                      "partitions throughout (Grappa-FP)"},

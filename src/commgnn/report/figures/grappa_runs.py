@@ -24,6 +24,10 @@ def variant(row: pd.Series) -> str:
     parts = []
     if row.get("option_estimator") == "none":
         parts.append("UW")
+    elif row.get("option_estimator") == "harmonic":
+        parts.append("H")  # |S| x Eq. 18
+    elif row.get("option_estimator") == "uniform":
+        parts.append("Eq12")  # the minimally biased factor (paper's Table 10)
     if row.get("option_switching") == "fixed":
         parts.append("FP")
     if float(row.get("option_remote_edge_fraction") or 0) > 0:
