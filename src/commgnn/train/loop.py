@@ -288,17 +288,17 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         last = epoch == epochs - 1
         if last or (eval_every and (epoch + 1) % eval_every == 0):
             record.update(evaluate(ctx, system, model, epoch))
-        gathered = [None] * world
-        dist.all_gather_object(gathered, (record, system.state_dict()))
-        records = [r for r, _ in gathered]
+        records = [None] * world
+        dist.all_gather_object(records, record)
         system.observe_epoch(records)
+        states = [None] * world  # after observe_epoch: the state the next epoch starts from
+        dist.all_gather_object(states, system.state_dict())
         if rank == 0:
             epochs_out.write(json.dumps(epoch_summary(epoch, records,
                                                       type(system).metric_reductions()),
                                         sort_keys=True))
             if spec.get("checkpoint"):
-                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(),
-                                [s for _, s in gathered])
+                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(), states)
         dist.barrier()
     steps_out.close()
     system.close()
