@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.grappa_runs import TIME_NOTE, load_runs
+from commgnn.report.figures.grappa_runs import TIME_NOTE, finish, load_runs
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
@@ -26,11 +26,6 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         ax.errorbar(group["workers"], group["epoch_time_s"],
                     yerr=group["epoch_time_std_s"].fillna(0), marker="o",
                     label=" ".join(map(str, key)))
-    ax.set_xlabel("partitions (workers)")
-    ax.set_ylabel(f"epoch time ({TIME_NOTE})")
-    ax.set_title("Epoch time vs number of partitions")
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    finish(fig, ax, out_png, "Epoch time vs number of partitions", "partitions (workers)",
+           f"epoch time ({TIME_NOTE})")
     return data

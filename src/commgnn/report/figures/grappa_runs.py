@@ -51,6 +51,19 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     return runs
 
 
+def finish(fig, ax, out_png: Path, title: str, xlabel: str | None, ylabel: str) -> None:
+    """Label, legend, save and close a Grappa figure."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+
+
 def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:
     """One bar group per row of ``frame``'s index, one bar per column."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -59,9 +72,4 @@ def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> No
     else:  # e.g. no baseline in the same cell: say so instead of failing
         ax.text(0.5, 0.5, "no comparable runs", ha="center", va="center",
                 transform=ax.transAxes)
-    ax.set_title(title)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    finish(fig, ax, out_png, title, None, ylabel)

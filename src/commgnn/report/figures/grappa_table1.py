@@ -24,6 +24,7 @@ import pandas as pd
 from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
 from commgnn.partition.halo import halo_nodes
+from commgnn.report.figures.grappa_runs import finish
 
 HOPS = 3
 LINK_BYTES_PER_S = 10e9 / 8
@@ -62,11 +63,6 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     for key, group in data.groupby(["dataset", "method"]):
         per = group.groupby("parts")["remote_bytes"].mean() / 1e6
         ax.plot(per.index, per.values, marker="o", label=" ".join(key))
-    ax.set_xlabel("partitions")
-    ax.set_ylabel(f"MB per partition per epoch ({HOPS}-hop)")
-    ax.set_title("Neighbour traffic of a conventional system")
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    finish(fig, ax, out_png, "Neighbour traffic of a conventional system", "partitions",
+           f"MB per partition per epoch ({HOPS}-hop)")
     return data
