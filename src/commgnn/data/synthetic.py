@@ -45,9 +45,10 @@ homophily 0.6, noise 1.0, 20 classes) is the task on which depth matters: measur
 accuracy (seed 0, ``benchmarks/synthetic_depth.py``) of a nearest class mean on ``x`` 0.07
 (chance 0.05), on the k-hop neighbour mean ``(D^-1 A)^k x`` 0.18 / 0.30 / 0.53 / 0.75 / 0.84
 / 0.91 for k = 1..6; trained full-graph (hidden 128, dropout 0.2, Adam lr 0.01, 200 epochs):
-a 2-layer MLP 0.06, GraphSAGE-1 0.17, -2 0.54, -3 0.51, -4 0.65. SAGE-3's train accuracy (0.54,
-SAGE-2's 0.62) shows it under-trained in 200 epochs; on a 20k-node instance SAGE-2/3/4 reach
-0.70 / 0.87 / 0.88 in 200 epochs.
+a 2-layer MLP 0.06, GraphSAGE-1 0.17, -2 0.54, -3 0.51, -4 0.65. 200 epochs under-train
+SAGE-3 (train accuracy 0.54 vs SAGE-2's 0.62); after 400 epochs SAGE-2 reaches 0.56 and
+SAGE-3 0.67. On a 20k-node instance (``nodes: 20000``, 200 epochs) SAGE-2/3/4 reach
+0.70 / 0.87 / 0.88 (small graphs are easier: the 2-hop ball is a larger share of the graph).
 
 Determinism
 -----------
@@ -97,9 +98,10 @@ from commgnn.data.store import GraphDataset, symmetrize_csr
 #: Only 20 % of nodes carry class signal (``signal_fraction``), homophily 0.6 over 20 classes
 #: and noise 1.0 make features alone near chance (nearest class mean 0.07) while the class
 #: signal averaged over k hops keeps growing up to k = 6; GraphSAGE full-graph (hidden 128,
-#: 200 epochs, seed 0): 2 layers 0.54, 3 layers 0.51, 4 layers 0.65 (module doc). 100k nodes,
-#: 1.5 M CSR entries: generated in ~1 s at ~135 MiB peak RSS; one full-graph SAGE-2 epoch
-#: takes ~3 s on 2 CPU cores (SAGE-4 ~8 s).
+#: seed 0): 2 layers 0.54, 3 layers 0.51, 4 layers 0.65 after 200 epochs; 2 layers 0.56,
+#: 3 layers 0.67 after 400 (module doc). 100k nodes, 1.5 M CSR entries: generated in ~1 s at
+#: ~135 MiB peak RSS; a full-graph epoch took ~3 s (SAGE-2) to ~8 s (SAGE-4) on 2 CPU cores
+#: shared with another benchmark.
 PRESETS: dict[str, dict] = {
     "tiny": {
         "nodes": 2_000,
