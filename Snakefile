@@ -32,7 +32,7 @@ include: "workflow/rules/partition.smk"
 include: "workflow/rules/presample.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
-include: "workflow/rules/grappa.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:
@@ -42,5 +42,4 @@ rule all:
         all_runs(),
         f"{RESULTS}/tables/runs.csv" if RUNS else [],
         figure_targets(),
-        grappa_targets(),
     default_target: True

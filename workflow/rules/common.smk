@@ -105,4 +105,17 @@ def figure_targets():
     targets = []
     if all_presamples():
         targets += [f"{RESULTS}/figures/rapidgnn_fig3.png", f"{RESULTS}/figures/rapidgnn_fig5.png"]
-    return targets
+    return targets + [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES]
+
+
+# Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs.
+SYSTEM_FIGURES = {name: inputs for spec in RUNS.values()
+                  for name, inputs in get_system(spec.base_system).figures.items()}
+
+
+def system_figure_inputs(w):
+    """The tables a declared figure reads (keys of `systems.base.FIGURE_INPUTS`)."""
+    paths = {"runs": [f"{RESULTS}/tables/runs.csv"],
+             "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
+             "partitions": all_partitions()}
+    return [path for kind in SYSTEM_FIGURES[w.name] for path in paths[kind]]

@@ -55,6 +55,14 @@ if TYPE_CHECKING:
 #: the mean per epoch as ``<metric>_per_epoch``.
 REDUCTIONS = ("sum", "max", "mean", "slowest")
 
+#: Tables a figure a system declares in ``figures`` may read: the workflow passes their
+#: paths (in the declared order) to ``commgnn figure NAME``.
+FIGURE_INPUTS = {
+    "runs": "the runs table (`commgnn runs-table`)",
+    "partition_stats": "the partition table (`commgnn partition-table`)",
+    "partitions": "every partition directory of the config",
+}
+
 #: Pipeline products a system may declare in ``needs``; the workflow builds them and
 #: passes each to ``commgnn train --input NAME=PATH``; ``ctx.inputs[NAME]`` is the path.
 PIPELINE_INPUTS = {
@@ -130,7 +138,9 @@ class System(ABC):
       :meth:`end_epoch` returns (see :data:`REDUCTIONS`);
     - ``uses_network``: False for systems whose traffic is free by definition;
     - ``wants_ddp``: whether :meth:`setup` wraps the model in DDP with the emulated
-      all-reduce (or :meth:`gradient_hook`).
+      all-reduce (or :meth:`gradient_hook`);
+    - ``figures``: ``{figure module: inputs}`` (keys of :data:`FIGURE_INPUTS`), built by
+      the workflow whenever the experiment matrix runs the system.
 
     :meth:`end_epoch` may also return ``extra_remote_rpcs`` / ``_rows`` / ``_bytes``:
     traffic sent outside the steps (e.g. cache fills), added to the epoch's remote totals.
@@ -143,6 +153,7 @@ class System(ABC):
     reductions: ClassVar[dict[str, str]] = {}
     uses_network: ClassVar[bool] = True
     wants_ddp: ClassVar[bool] = True
+    figures: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     ctx: WorkerContext
     model: torch.nn.Module  # the bare model (evaluation, checkpoints)

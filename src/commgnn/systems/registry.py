@@ -25,7 +25,7 @@ _discovered = False
 
 def register(cls: type[System]) -> None:
     """Add ``cls`` under ``cls.name`` (a second class of the same name is an error)."""
-    from commgnn.systems.base import PIPELINE_INPUTS, REDUCTIONS
+    from commgnn.systems.base import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
 
     name = cls.name
     known = SYSTEMS.get(name)
@@ -34,6 +34,10 @@ def register(cls: type[System]) -> None:
         raise ValueError(f"system name {name!r} is taken by {known.__module__}."
                          f"{known.__qualname__}; {cls.__module__}.{cls.__qualname__} "
                          "needs another name")
+    bad_figures = {f: i for f, i in cls.figures.items() if set(i) - set(FIGURE_INPUTS)}
+    if bad_figures:
+        raise ValueError(f"system {name!r}: figures {bad_figures} read unknown inputs; "
+                         f"known: {sorted(FIGURE_INPUTS)}")
     unknown_needs = sorted(set(cls.needs) - set(PIPELINE_INPUTS))
     if unknown_needs:
         raise ValueError(f"system {name!r} needs unknown pipeline inputs {unknown_needs}; "

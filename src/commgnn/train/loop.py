@@ -34,10 +34,6 @@ from commgnn.dist.feature_store import FeatureStore, worker_name
 from commgnn.dist.launcher import DistEnv, external_env, launch
 from commgnn.dist.netem import (
     ALLREDUCE,
-    FETCH,
-    MIGRATION,
-    SAMPLING,
-    SHUFFLE,
     dilation_of,
     network_from_spec,
 )
@@ -55,13 +51,15 @@ from commgnn.train.dilation import measure_dilation
 from commgnn.train.evaluate import evaluate
 from commgnn.train.metrics import JsonlWriter, StepRecord
 from commgnn.train.spec import RunSpec
-from commgnn.train.summary import epoch_summary, run_summary, write_tidy_tables
+from commgnn.train.summary import (
+    NETWORK_CLASSES,
+    epoch_summary,
+    run_summary,
+    write_tidy_tables,
+)
 
 log = logging.getLogger("commgnn.train")
 
-#: Traffic classes whose modelled link seconds and bytes each epoch record carries
-#: (``network_<class>_s``, ``network_<class>_bytes``; every thread, steps and outside).
-NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE, SHUFFLE, MIGRATION)
 #: Step fields summed into the worker's epoch record.
 STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
                "remote_bytes", "cache_hits", "cache_misses", "local_rows", "sampling_rpcs",

@@ -15,15 +15,18 @@ from statistics import mean
 import pandas as pd
 import torch
 
+from commgnn.dist.netem import ALLREDUCE, FETCH, MIGRATION, SAMPLING, SHUFFLE
 from commgnn.systems.base import System, reduce_values
 from commgnn.train.spec import RunSpec
 
+#: Traffic classes whose modelled link seconds and bytes each epoch record carries
+#: (``network_<class>_s``, ``network_<class>_bytes``; every thread, steps and outside).
+NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE, SHUFFLE, MIGRATION)
 SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
           "local_rows", "energy_j", "steps", "sampling_rpcs", "sampling_rows", "sampling_bytes",
           "allreduce_bytes", "allreduce_messages", "network_fetch_s", "network_sampling_s",
           "network_allreduce_s", "fetch_wait_s", "network_shuffle_s", "network_migration_s",
-          *(f"network_{c}_bytes" for c in ("fetch", "sampling", "allreduce", "shuffle",
-                                          "migration")))
+          *(f"network_{c}_bytes" for c in NETWORK_CLASSES))
 #: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
 #: added to the epoch's remote totals.
 OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
