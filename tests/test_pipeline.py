@@ -24,8 +24,11 @@ TINY = {
     "training": {"epochs": 1, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 100},
     "systems": {"rapidgnn": {"n_hot": 50, "prefetch_depth": 2},
                 "rapidgnn-h200": {"system": "rapidgnn", "n_hot": 200},
-                "grappa-uw": {"system": "grappa", "estimator": "none"}},
-    "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200"],
+                "grappa-uw": {"system": "grappa", "estimator": "none"},
+                "dgl-global": {"system": "default", "schedule": "global"},
+                "hopgnn-naive": {"system": "hopgnn", "mode": "naive"}},
+    "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200", "dgl-global",
+                                 "hopgnn", "hopgnn-naive"],
                      "datasets": ["tiny"], "partitionings": ["metis2"], "batch_sizes": [256],
                      "networks": ["10gbe"]},
                     {"systems": ["grappa", "grappa-uw"], "datasets": ["tiny"],
@@ -61,8 +64,8 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert set(table["partitioning"]) == {"metis2", "chunk3"}
     assert len(table) == 2 + 3
     runs = pd.read_csv(out / "tables" / "runs.csv")
-    assert sorted(runs["system"]) == ["default", "grappa", "grappa-uw", "oracle", "rapidgnn",
-                                      "rapidgnn-h200"]
+    assert sorted(runs["system"]) == ["default", "dgl-global", "grappa", "grappa-uw", "hopgnn",
+                                      "hopgnn-naive", "oracle", "rapidgnn", "rapidgnn-h200"]
     by_system = runs.set_index("system")
     assert by_system.loc["default", "remote_rows_per_epoch"] > 0
     assert by_system.loc["oracle", "remote_rows_per_epoch"] == 0
@@ -83,6 +86,19 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     table1 = pd.read_csv(out / "figures" / "grappa_table1.csv")
     assert set(table1["partitioning"]) == {"metis2"} and (table1["remote_rows"] > 0).all()
     for name in ("grappa_table4", "grappa_table7", "grappa_table8", "grappa_fig4"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 0
+    # HopGNN: migration instead of most fetches, and its figures
+    assert by_system.loc["hopgnn", "migration_bytes_per_epoch"] > 0
+    assert by_system.loc["hopgnn", "remote_rows_per_epoch"] < \
+        by_system.loc["dgl-global", "remote_rows_per_epoch"]
+    assert by_system.loc["hopgnn-naive", "remote_rows_per_epoch"] == 0
+    fig11 = pd.read_csv(out / "figures" / "hopgnn_fig11.csv")
+    assert {"DGL", "Naive", "All"} <= set(fig11["variant"])
+    fig14 = pd.read_csv(out / "figures" / "hopgnn_fig14.csv").set_index("variant")
+    assert fig14.loc["All", "miss_rate"] < fig14.loc["DGL", "miss_rate"]
+    table1 = pd.read_csv(out / "figures" / "hopgnn_table1.csv")
+    assert (table1["r_micro"] > table1["r_sub"]).all()
+    for name in ("hopgnn_fig13", "hopgnn_fig16", "hopgnn_table3"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
     for system in ("default", "oracle"):
         run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"

@@ -39,7 +39,7 @@ COMMON_KEYS = (
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
     "network_s_per_step", "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
     "remote_rows_per_epoch", "remote_bytes_per_epoch", "step_remote_rows_per_epoch",
-    "step_remote_bytes_per_epoch",
+    "step_remote_bytes_per_epoch", "local_rows_per_epoch",
     "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
     "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch",
     "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
@@ -110,7 +110,8 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
     last_eval = [e for e in epochs if "test_acc" in e]
     per_epoch = {key: mean(e[key] for e in epochs) for key in
                  ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
-                  "step_remote_rows", "step_remote_bytes", "sampling_rpcs", "sampling_bytes",
+                  "local_rows", "step_remote_rows", "step_remote_bytes", "sampling_rpcs",
+                  "sampling_bytes",
                   "allreduce_messages", "allreduce_bytes", *OUTSIDE_STEPS)}
     metrics = system_summary(type(system).metric_reductions(), epochs)
     f = float(run_info["time_dilation"])
@@ -144,6 +145,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "remote_bytes_per_epoch": per_epoch["remote_bytes"],
         "step_remote_rows_per_epoch": per_epoch["step_remote_rows"],
         "step_remote_bytes_per_epoch": per_epoch["step_remote_bytes"],
+        "local_rows_per_epoch": per_epoch["local_rows"],
         **{f"{key}_per_epoch": per_epoch[key] for key in OUTSIDE_STEPS},
         **{f"{key}_per_epoch": per_epoch[key] for key in
            ("sampling_rpcs", "sampling_bytes", "allreduce_messages", "allreduce_bytes")},

@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.grappa_runs import TIME_NOTE, finish, load_runs
+from commgnn.report.figures.grappa_runs import load_runs
+from commgnn.report.figures.plotting import TIME_NOTE, finish
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:

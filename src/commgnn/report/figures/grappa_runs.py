@@ -1,20 +1,10 @@
-"""Shared by the Grappa figures: the runs table with each run's Grappa variant and the
-cells (dataset, model, depth, partitions, network) runs are compared in."""
+"""Shared by the Grappa figures: the runs table with each run's Grappa variant."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
-
-#: Runs compared side by side share these.
-CELL = ["dataset", "model", "layers", "workers", "batch_size", "network"]
-#: Time columns: target seconds (raw ÷ time dilation), as in every summary.
-TIME_NOTE = "target s (raw ÷ dilation)"
 
 
 def variant(row: pd.Series) -> str:
@@ -49,27 +39,3 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     runs["switch_s_per_epoch"] = pd.Series(switch, index=runs.index).fillna(0.0)
     runs["epoch_time_excl_switch_s"] = runs["mean_epoch_time_s"] - runs["switch_s_per_epoch"]
     return runs
-
-
-def finish(fig, ax, out_png: Path, title: str, xlabel: str | None, ylabel: str) -> None:
-    """Label, legend, save and close a Grappa figure."""
-    if xlabel is not None:
-        ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
-
-
-def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:
-    """One bar group per row of ``frame``'s index, one bar per column."""
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    if frame.notna().any().any():
-        frame.plot.bar(ax=ax, rot=0)
-    else:  # e.g. no baseline in the same cell: say so instead of failing
-        ax.text(0.5, 0.5, "no comparable runs", ha="center", va="center",
-                transform=ax.transAxes)
-    finish(fig, ax, out_png, title, None, ylabel)

@@ -24,7 +24,7 @@ import pandas as pd
 from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
 from commgnn.partition.halo import halo_nodes
-from commgnn.report.figures.grappa_runs import finish
+from commgnn.report.figures.plotting import finish
 
 HOPS = 3
 LINK_BYTES_PER_S = 10e9 / 8

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures.grappa_runs import CELL, load_runs, save_bars
+from commgnn.report.figures.grappa_runs import load_runs
+from commgnn.report.figures.plotting import CELL, save_bars
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:

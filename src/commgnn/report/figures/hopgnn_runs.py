@@ -1,0 +1,62 @@
+"""Shared by the HopGNN figures: the runs table with each run's HopGNN variant (the
+paper's names) and per-seed ratios against ``default`` with the global schedule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from commgnn.report.figures.plotting import CELL
+
+#: The baseline every HopGNN figure is normalised to (the paper's DGL).
+BASELINE = "DGL"
+
+
+def variant(row: pd.Series) -> str:
+    """The paper's name of a run: DGL (``default``, global schedule), LO (``default``,
+    owned schedule), Naive, +MG, +PG, All (HopGNN); other systems by name."""
+    if row["base_system"] == "default":
+        return BASELINE if row.get("option_schedule") == "global" else "LO"
+    if row["base_system"] != "hopgnn":
+        return str(row["base_system"])
+    if row.get("option_mode") == "naive":
+        return "Naive"
+    merged = row.get("option_merging") != "none"
+    if not _true(row.get("option_pregather")):
+        return "+MG+merge" if merged else "+MG"
+    return "All" if merged else "+PG"
+
+
+def _true(value) -> bool:
+    return str(value).lower() in ("true", "1", "1.0")
+
+
+def load_runs(inputs: list[Path]) -> pd.DataFrame:
+    """The runs tables with ``variant`` and ``miss_rate`` (remote input rows over all input
+    rows: ``default`` from its fetch counts, HopGNN before pre-gathering)."""
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    if not (runs["base_system"] == "hopgnn").any():
+        raise ValueError("no hopgnn runs in the runs table: add hopgnn to the experiments")
+    runs["variant"] = runs.apply(variant, axis=1)
+    default = runs["base_system"] == "default"
+    runs["miss_rate"] = float("nan")
+    if "miss_rows_per_epoch" in runs:
+        hop = runs["base_system"] == "hopgnn"
+        runs.loc[hop, "miss_rate"] = (runs.loc[hop, "miss_rows_per_epoch"]
+                                      / runs.loc[hop, "input_rows_per_epoch"])
+    if "local_rows_per_epoch" in runs:
+        runs.loc[default, "miss_rate"] = runs.loc[default, "step_remote_rows_per_epoch"] / (
+            runs.loc[default, "step_remote_rows_per_epoch"]
+            + runs.loc[default, "local_rows_per_epoch"])
+    return runs
+
+
+def against_baseline(runs: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per cell and variant: ``column`` over the same seed's DGL run (mean, spread, seeds)."""
+    base = runs[runs["variant"] == BASELINE].set_index([*CELL, "seed"])[column]
+    rows = runs.join(base.rename("baseline"), on=[*CELL, "seed"])
+    rows["ratio"] = rows[column] / rows["baseline"]
+    return rows.dropna(subset=["ratio"]).groupby([*CELL, "variant"]).agg(
+        ratio=("ratio", "mean"), ratio_std=("ratio", "std"), seeds=("seed", "nunique"),
+        value=(column, "mean"), value_std=(column, "std")).reset_index()

@@ -1,0 +1,40 @@
+"""Shared by the system figures: the cells runs are compared in, labels, bar charts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+#: Runs compared side by side share these.
+CELL = ["dataset", "model", "layers", "workers", "batch_size", "network"]
+#: Time columns: target seconds (raw ÷ time dilation), as in every summary.
+TIME_NOTE = "target s (raw ÷ dilation)"
+
+
+def finish(fig, ax, out_png: Path, title: str, xlabel: str | None, ylabel: str) -> None:
+    """Label, legend, save and close a figure."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+
+
+def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:
+    """One bar group per row of ``frame``'s index, one bar per column."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    if frame.notna().any().any():
+        frame.plot.bar(ax=ax, rot=0)
+    else:  # e.g. no baseline in the same cell: say so instead of failing
+        ax.text(0.5, 0.5, "no comparable runs", ha="center", va="center",
+                transform=ax.transAxes)
+    finish(fig, ax, out_png, title, None, ylabel)
