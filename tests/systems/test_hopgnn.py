@@ -6,6 +6,7 @@ migration counts recomputed here, the naive baseline's intermediate data, resume
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
 from commgnn.systems.hopgnn import (
+    HopGNNSystem,
     IterationPlan,
     MergeSearch,
     initial_plan,
@@ -90,6 +92,21 @@ def test_merge_search_follows_the_examination_period():
     for epoch_s in (3.0, 2.0, 1.0):
         search.observe(epoch_s, limit=2)
     assert search.merges == 2 and search.frozen  # every step merged away
+
+
+def test_search_state_survives_a_checkpoint():
+    system = HopGNNSystem({})
+    system.search = MergeSearch()
+    for epoch_s in (10.0, 8.0):
+        system.search.observe(epoch_s, limit=3)
+    state = system.state_dict()
+    torch.save(state, io.BytesIO())  # picklable by the checkpoint
+    restored = HopGNNSystem({})
+    restored.load_state_dict(state)
+    assert restored.search == MergeSearch(merges=2, best_s=8.0, frozen=False)
+    fresh = HopGNNSystem({})
+    fresh.load_state_dict({"merges": 0, "best_s": -1.0, "frozen": False})
+    assert fresh.search == MergeSearch()
 
 
 def test_naive_hop_bytes_and_tour_by_hand():
@@ -167,23 +184,27 @@ def _weights(tmp_path: Path, name: str) -> dict[str, torch.Tensor]:
     return torch.load(tmp_path / f"{name}-ckpt" / "last.pt", weights_only=True)["model"]
 
 
-@pytest.mark.parametrize("model", ["sage", "gat"])
+@pytest.mark.parametrize(("model", "options"), [
+    ("sage", {"merging": "none"}),
+    ("gat", {"merging": "fixed", "merges": 1, "pregather": False})])
 def test_hopgnn_trains_the_same_model_as_default_global(tiny3, tmp_path, run_on_tiny,
-                                                        make_spec, model):
+                                                        make_spec, model, options):
     ref = run_on_tiny(tmp_path, tiny3, _spec(make_spec, "default", model,
                                              schedule="global"), name="default")
-    hop = run_on_tiny(tmp_path, tiny3, _spec(make_spec, "hopgnn", model, merging="none"),
+    hop = run_on_tiny(tmp_path, tiny3, _spec(make_spec, "hopgnn", model, **options),
                       name="hop")
     a, b = _weights(tmp_path, "default"), _weights(tmp_path, "hop")
     for key in a:
         torch.testing.assert_close(b[key], a[key], rtol=1e-4, atol=1e-5)
     steps = _epochs(ref)[0]["steps_max"]
     epoch = _epochs(hop)[0]
-    assert epoch["steps_max"] == steps and epoch["time_steps"] == 3
+    time_steps = 3 - options.get("merges", 0)
+    assert epoch["steps_max"] == steps and epoch["time_steps"] == time_steps
     # every machine receives a model (parameters + gradients, float32) between steps
     params = sum(t.numel() for t in a.values())
-    assert epoch["network_migration_bytes"] == steps * 3 * 2 * (2 * params * 4)
-    assert epoch["migrations"] == steps * 3 * 2
+    moves = steps * 3 * (time_steps - 1)
+    assert epoch["network_migration_bytes"] == moves * (2 * params * 4)
+    assert epoch["migrations"] == moves
     assert epoch["network_allreduce_bytes"] > 0
 
 

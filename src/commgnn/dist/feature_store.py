@@ -151,14 +151,20 @@ class FeatureStore:
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
         """Feature rows for ``nodes`` (global ids, any order): local read + remote pull."""
         nodes = nodes.to(torch.int64)
-        out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
-        local = self.owner[nodes] == self.rank
-        out[local] = self.local_features.index_select(0, self.local_id[nodes[local]])
+        out, local = self.local_part(nodes)
         remote_pos = torch.nonzero(~local).flatten()
         rows, counts = self.fetch_remote(nodes[remote_pos])
         out[remote_pos] = rows
         counts.local_rows = int(local.sum())
         return out, counts
+
+    def local_part(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows for ``nodes`` with the locally held ones filled in, and the local mask
+        (the other rows are left for the caller)."""
+        out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
+        local = self.owner[nodes] == self.rank
+        out[local] = self.local_features.index_select(0, self.local_id[nodes[local]])
+        return out, local
 
     def recent_rtt_s(self, owner: int) -> float | None:
         with self._lock:

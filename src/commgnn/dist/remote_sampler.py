@@ -20,6 +20,7 @@ still samples from the full CSR (its traffic is outside the training metrics).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -29,6 +30,12 @@ from commgnn.dist.feature_store import FetchCounts, worker_name
 from commgnn.dist.netem import SAMPLING, NetworkEmulator
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
+
+#: The ``sampling`` option of the systems that sample online (``default``, ``hopgnn``).
+SAMPLING_OPTION = {
+    "enum": ["distributed", "replicated"], "default": "distributed",
+    "description": "distributed: other partitions' rows sampled by their owners over RPC "
+                   "(DistDGL); replicated: the whole graph on every worker, free"}
 
 REQUEST_HEADER_BYTES = 24
 ID_BYTES = 8
@@ -143,3 +150,15 @@ def _merge(num_dst: int, groups: dict[int, np.ndarray],
         shift = np.repeat(offsets[pos] - row_ptr[:-1], np.diff(row_ptr))
         edges[shift + np.arange(owner_edges.shape[0])] = owner_edges
     return offsets, edges
+
+
+def counted_sampler(sampler: NeighborSampler, how: str, owner: np.ndarray, rank: int,
+                    emulator: NetworkEmulator, rpc_timeout_s: float
+                    ) -> Callable[[np.ndarray, int], tuple[MiniBatch, FetchCounts]]:
+    """``(seeds, seed) -> (batch, sampling traffic)`` for :data:`SAMPLING_OPTION` ``how``:
+    ``distributed`` (a :class:`DistributedSampler` over ``sampler``'s graph) or
+    ``replicated`` (``sampler`` itself, free)."""
+    if how == "replicated":
+        return lambda seeds, seed: (sampler.sample(seeds, seed), FetchCounts())
+    return DistributedSampler(sampler.indptr, sampler.indices, sampler.fanouts, owner, rank,
+                              emulator, rpc_timeout_s).sample_counted

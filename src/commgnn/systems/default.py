@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from commgnn.dist.feature_store import FetchCounts
-from commgnn.dist.remote_sampler import DistributedSampler
+from commgnn.dist.remote_sampler import SAMPLING_OPTION, counted_sampler
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
@@ -33,26 +33,19 @@ class DefaultSystem(System):
                      "description": "owned: each worker trains its partition's training "
                                     "nodes; global: the shuffled training set split evenly "
                                     "across workers"},
-        "sampling": {"enum": ["distributed", "replicated"], "default": "distributed",
-                     "description": "distributed: other partitions' rows sampled by their "
-                                    "owners over RPC (DistDGL); replicated: the whole graph "
-                                    "on every worker, free"},
+        "sampling": SAMPLING_OPTION,
     }
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
-        self.remote_sampler = None
-        if self.options["sampling"] == "distributed":
-            self.remote_sampler = DistributedSampler(
-                ctx.dataset.indptr, ctx.dataset.indices, ctx.spec.get("fanouts"),
-                ctx.partition.book.owner, ctx.rank, ctx.emulator, ctx.spec.get("rpc_timeout_s"))
+        self.sample_seeded = counted_sampler(
+            ctx.sampler, self.options["sampling"], ctx.partition.book.owner, ctx.rank,
+            ctx.emulator, ctx.spec.get("rpc_timeout_s"))
 
     def sample(self, epoch: int, step: int, seeds: np.ndarray) -> tuple[MiniBatch, FetchCounts]:
         """The step's blocks (as ``ctx.sample``) and the sampling traffic they cost."""
-        if self.remote_sampler is None:
-            return self.ctx.sample(epoch, step, seeds), FetchCounts()
-        seed = batch_seed(self.ctx.spec.seed, self.ctx.rank, epoch, step)
-        return self.remote_sampler.sample_counted(seeds, seed)
+        return self.sample_seeded(seeds, batch_seed(self.ctx.spec.seed, self.ctx.rank, epoch,
+                                                    step))
 
     def epoch_seeds(self, epoch: int) -> list[np.ndarray]:
         if self.options["schedule"] == "global":

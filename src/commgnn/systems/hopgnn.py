@@ -14,10 +14,12 @@ Iteration ``i`` of epoch ``e`` (micrograph mode, §5.1):
 3. In time step ``t`` model ``d`` is on machine ``(d + t) mod N`` and trains on the
    micrographs there; input rows the machine does not hold are fetched (``fetch``
    traffic). The loss is the summed cross-entropy divided by ``|S_d|``, so the gradients
-   accumulated over the time steps are the subgraph gradient of ``default``. A machine
+   accumulated over the time steps are the subgraph gradient of ``default`` (exactly so
+   with dropout 0: micrographs draw other dropout masks than a whole subgraph). A machine
    with no micrographs for the model it hosts idles that step.
-4. Between time steps every model migrates point to point (real ``isend``/``recv`` of
-   parameters + accumulated gradients, charged as ``migration`` traffic to the receiver);
+4. Between time steps every model migrates point to point (a real ``isend``/``irecv`` of
+   parameters + accumulated gradients; the receiver loads them and waits one transfer on
+   the emulated links, ``migration`` traffic);
    after the last step the accumulated gradients are all-reduced (emulated ring) and every
    machine applies the averaged gradient to its replica.
 
@@ -37,8 +39,9 @@ baseline: model ``d`` keeps ``default``'s subgraph and tours the machines that h
 input rows, carrying parameters, the subgraph's topology and the partial first-layer
 aggregates (:func:`naive_hop_bytes`), then returns home to finish; its arithmetic is done
 at home on rows read where they live (no feature crosses a link) and every hop is a real
-wait on the emulated links. ``LO`` (train the regrouped micrographs without migration) is
-``default`` with ``schedule: owned``.
+wait on the emulated links. ``LO`` is ``default`` with ``schedule: owned`` (each worker
+trains only its own partition's training nodes, no migration: the locality-optimised
+baseline).
 
 The merge search decides from measured epoch times, so its time-step counts (and hence the
 traffic) can differ between repeated runs; ``merging: none | fixed`` runs are
@@ -59,7 +62,7 @@ import torch.nn.functional as F
 
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.netem import MIGRATION
-from commgnn.dist.remote_sampler import DistributedSampler
+from commgnn.dist.remote_sampler import SAMPLING_OPTION, counted_sampler
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
@@ -212,13 +215,11 @@ class HopGNNSystem(System):
                                    "(§5.3); fixed: remove `merges` steps; none"},
         "merges": {"type": "integer", "minimum": 0, "default": 1,
                    "description": "time steps removed per iteration with merging: fixed"},
-        "sampling": {"enum": ["distributed", "replicated"], "default": "distributed",
-                     "description": "distributed: other partitions' rows sampled by their "
-                                    "owners over RPC; replicated: free"},
+        "sampling": SAMPLING_OPTION,
     }
     reductions = {
         "time_steps": "mean",  # per iteration, after merging
-        "merges": "max",
+        "merges": "mean",  # time steps merged away per iteration
         "micrographs": "sum",  # non-empty (model, machine, step) micrograph sets
         "idle_steps": "sum",  # time steps a machine hosted a model with nothing to train
         "migrations": "sum",  # models received (parameters + gradients)
@@ -242,11 +243,8 @@ class HopGNNSystem(System):
         super().setup(ctx, model, optimizer)
         self.owner = np.asarray(ctx.partition.book.owner)
         self.owner_t = torch.from_numpy(np.ascontiguousarray(self.owner, dtype=np.int64))
-        self.sampler = ctx.sampler
-        if self.options["sampling"] == "distributed":
-            self.sampler = DistributedSampler(
-                ctx.dataset.indptr, ctx.dataset.indices, ctx.spec.get("fanouts"), self.owner,
-                ctx.rank, ctx.emulator, ctx.spec.get("rpc_timeout_s"))
+        self._sample = counted_sampler(ctx.sampler, self.options["sampling"], self.owner,
+                                       ctx.rank, ctx.emulator, ctx.spec.get("rpc_timeout_s"))
         self.search = MergeSearch()
         if self.options["merging"] == "fixed":
             self.search = MergeSearch(merges=self.options["merges"], frozen=True)
@@ -268,11 +266,6 @@ class HopGNNSystem(System):
         ctx = self.ctx
         return global_epoch_seed_nodes(ctx.dataset.train_idx, ctx.world_size,
                                        ctx.spec.batch_size, ctx.spec.seed, model, epoch)
-
-    def _sample(self, roots: np.ndarray, seed: int) -> tuple[MiniBatch, FetchCounts]:
-        if isinstance(self.sampler, DistributedSampler):
-            return self.sampler.sample_counted(roots, seed)
-        return self.sampler.sample(roots, seed), FetchCounts()
 
     def _reset_metrics(self) -> None:
         self._metrics = dict.fromkeys(self.reductions, 0)
@@ -342,10 +335,7 @@ class HopGNNSystem(System):
             rows, counts = store.fetch_remote(union)
             for s in steps:
                 nodes = s.batch.input_nodes
-                local = self.owner_t[nodes] == ctx.rank
-                x = torch.empty((nodes.numel(), store.feature_dim),
-                                dtype=store.local_features.dtype)
-                x[local] = store.local_features.index_select(0, store.local_id[nodes[local]])
+                x, local = store.local_part(nodes)
                 x[~local] = rows[torch.searchsorted(union, nodes[~local])]
                 counts.local_rows += int(local.sum())
                 self._finish(s, x)
@@ -429,14 +419,21 @@ class HopGNNSystem(System):
         me = self.ctx.rank
         dst = plan.machines[k + 1][plan.hosted(k, me)]
         src = plan.machines[k][plan.hosted(k + 1, me)]
-        params = torch.cat([p.detach().reshape(-1) for p in self.model.parameters()])
-        payload = torch.cat([params, acc])
+        params = list(self.model.parameters())
+        payload = torch.cat([*(p.detach().reshape(-1) for p in params), acc])
         incoming = torch.empty_like(payload)
-        send = dist.isend(payload, dst)
+        # one batch: NCCL would otherwise order each rank's send before its receive
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, payload, dst),
+                                            dist.P2POp(dist.irecv, incoming, src)]):
+            work.wait()
+        # the model arrives one transfer after its sender let it go
         self.ctx.emulator.charge(src, me, payload.numel() * payload.element_size(),
                                  traffic=MIGRATION)
-        dist.recv(incoming, src)
-        send.wait()
+        with torch.no_grad():  # the received replica's parameters (equal to ours)
+            offset = 0
+            for p in params:
+                p.copy_(incoming[offset:offset + p.numel()].view_as(p))
+                offset += p.numel()
         self._metrics["migrations"] += 1
         return incoming[self.num_params:]
 

@@ -18,7 +18,9 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs = load_runs(inputs)
     data = against_baseline(runs[runs["variant"].isin(LADDER)], "mean_epoch_time_s")
     data = data.rename(columns={"ratio": "time_vs_dgl", "ratio_std": "time_vs_dgl_std",
-                                "value": "epoch_time_s", "value_std": "epoch_time_std_s"})
+                                "value": "epoch_time_s", "value_std": "epoch_time_std_s",
+                                "inverse": "speedup_vs_dgl",
+                                "inverse_std": "speedup_vs_dgl_std"})
     label = data["dataset"] + " " + data["model"]
     bars = data.assign(cell=label).pivot_table(index="cell", columns="variant",
                                                values="time_vs_dgl")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures.hopgnn_runs import load_runs
-from commgnn.report.figures.plotting import CELL, save_bars
+from commgnn.report.figures.hopgnn_runs import HOP_CELL, load_runs
+from commgnn.report.figures.plotting import save_bars
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
@@ -21,7 +21,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     hop["requests_pregathered"] = hop["remote_rpcs_per_epoch"].where(
         pre, hop["remote_rpcs_per_epoch"] - hop["pregather_saved_rpcs_per_epoch"])
     hop["requests_per_step"] = hop["requests_pregathered"] + hop["pregather_saved_rpcs_per_epoch"]
-    data = hop.groupby([*CELL, "variant"]).agg(
+    data = hop.groupby([*HOP_CELL, "variant"]).agg(
         rows_per_step=("miss_rows_per_epoch", "mean"),
         rows_pregathered=("pregather_rows_per_epoch", "mean"),
         requests_per_step=("requests_per_step", "mean"),

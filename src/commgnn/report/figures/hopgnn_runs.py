@@ -11,6 +11,8 @@ from commgnn.report.figures.plotting import CELL
 
 #: The baseline every HopGNN figure is normalised to (the paper's DGL).
 BASELINE = "DGL"
+#: HopGNN compares runs on the same partitioning (unlike Grappa's chunks against METIS).
+HOP_CELL = [*CELL, "partitioning"]
 
 
 def variant(row: pd.Series) -> str:
@@ -53,10 +55,13 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
 
 
 def against_baseline(runs: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per cell and variant: ``column`` over the same seed's DGL run (mean, spread, seeds)."""
-    base = runs[runs["variant"] == BASELINE].set_index([*CELL, "seed"])[column]
-    rows = runs.join(base.rename("baseline"), on=[*CELL, "seed"])
+    """Per cell and variant: ``column`` over the same seed's DGL run (``ratio``) and its
+    inverse (``inverse``: e.g. a speedup), means and spreads over seeds, and the values."""
+    base = runs[runs["variant"] == BASELINE].set_index([*HOP_CELL, "seed"])[column]
+    rows = runs.join(base.rename("baseline"), on=[*HOP_CELL, "seed"])
     rows["ratio"] = rows[column] / rows["baseline"]
-    return rows.dropna(subset=["ratio"]).groupby([*CELL, "variant"]).agg(
-        ratio=("ratio", "mean"), ratio_std=("ratio", "std"), seeds=("seed", "nunique"),
+    rows["inverse"] = 1 / rows["ratio"]
+    return rows.dropna(subset=["ratio"]).groupby([*HOP_CELL, "variant"]).agg(
+        ratio=("ratio", "mean"), ratio_std=("ratio", "std"), inverse=("inverse", "mean"),
+        inverse_std=("inverse", "std"), seeds=("seed", "nunique"),
         value=(column, "mean"), value_std=(column, "std")).reset_index()

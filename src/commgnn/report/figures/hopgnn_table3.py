@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures.hopgnn_runs import BASELINE, load_runs
-from commgnn.report.figures.plotting import CELL, save_bars
+from commgnn.report.figures.hopgnn_runs import BASELINE, HOP_CELL, load_runs
+from commgnn.report.figures.plotting import save_bars
 
 SHOWN = ("DGL", "LO", "All", "+PG", "+MG")
 
@@ -17,11 +17,11 @@ SHOWN = ("DGL", "LO", "All", "+PG", "+MG")
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs = load_runs(inputs)
     runs = runs[runs["variant"].isin(SHOWN)]
-    data = runs.groupby([*CELL, "variant"]).agg(
+    data = runs.groupby([*HOP_CELL, "variant"]).agg(
         test_acc=("test_acc", "mean"), test_acc_std=("test_acc", "std"),
         seeds=("seed", "nunique")).reset_index()
-    base = data[data["variant"] == BASELINE].set_index(CELL)["test_acc"]
-    data = data.join(base.rename("dgl_test_acc"), on=CELL)
+    base = data[data["variant"] == BASELINE].set_index(HOP_CELL)["test_acc"]
+    data = data.join(base.rename("dgl_test_acc"), on=HOP_CELL)
     data["drop_vs_dgl"] = data["dgl_test_acc"] - data["test_acc"]
     label = data["dataset"] + " " + data["model"]
     save_bars(data.assign(cell=label).pivot_table(index="cell", columns="variant",
