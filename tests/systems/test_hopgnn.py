@@ -142,7 +142,7 @@ def test_micrograph_gradients_equal_the_subgraph_gradient(tiny3, arch, kwargs, e
     ds = load_dataset(tiny3[0])
     owner = np.asarray(load_partition(tiny3[1]).book.owner)
     sampler = NeighborSampler(np.asarray(ds.indptr), np.asarray(ds.indices), [5, 5])
-    x = torch.from_numpy(np.asarray(ds.features))
+    x = torch.from_numpy(np.array(ds.features))
     y = torch.from_numpy(np.asarray(ds.labels, dtype=np.int64))
     torch.manual_seed(0)
     model = build_model(arch, ds.feature_dim, 8, ds.num_classes, 2, dropout=0.0, **kwargs)

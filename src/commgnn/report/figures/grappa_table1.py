@@ -11,7 +11,6 @@ distinct volume, the quantity Table 1 reports.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -21,10 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from commgnn.data.store import load_dataset
-from commgnn.partition import load_partition
 from commgnn.partition.halo import halo_nodes
-from commgnn.report.figures.plotting import finish
+from commgnn.report.figures.plotting import finish, node_partitions
 
 HOPS = 3
 LINK_BYTES_PER_S = 10e9 / 8
@@ -41,12 +38,7 @@ def part_traffic(indptr, indices, owner: np.ndarray, train_idx: np.ndarray, part
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     rows = []
-    for directory in map(Path, inputs):
-        meta = json.loads((directory / "meta.json").read_text())
-        if meta["spec"]["method"] == "chunk":
-            continue
-        ds = load_dataset(directory.parents[2] / "datasets" / directory.parent.name)
-        partition = load_partition(directory)
+    for directory, meta, ds, partition in node_partitions(inputs):
         owner = np.asarray(partition.book.owner)
         train = np.asarray(ds.train_idx)
         for part in range(partition.num_parts):

@@ -12,7 +12,6 @@ machine) ÷ (vertices in the subgraph) — about 1 / machines for random roots.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -23,9 +22,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from commgnn.data.store import load_dataset
-from commgnn.partition import load_partition
-from commgnn.report.figures.plotting import finish
+from commgnn.report.figures.plotting import finish, node_partitions
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import global_epoch_seed_nodes
@@ -68,12 +65,7 @@ def locality(batch: MiniBatch, owner: np.ndarray) -> tuple[float, float]:
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     rows = []
-    for directory in map(Path, inputs):
-        meta = json.loads((directory / "meta.json").read_text())
-        if meta["spec"]["method"] == "chunk":
-            continue
-        ds = load_dataset(directory.parents[2] / "datasets" / directory.parent.name)
-        partition = load_partition(directory)
+    for directory, meta, ds, partition in node_partitions(inputs):
         owner = np.asarray(partition.book.owner)
         batches = global_epoch_seed_nodes(ds.train_idx, 1, ROOTS, 0, 0, 0)[:BATCHES]
         for layers, fanout in SETTINGS:

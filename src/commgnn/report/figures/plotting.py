@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
@@ -9,6 +11,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
+
+from commgnn.data.store import GraphDataset, load_dataset
+from commgnn.partition import Partition, load_partition
 
 #: Runs compared side by side share these.
 CELL = ["dataset", "model", "layers", "workers", "batch_size", "network"]
@@ -38,3 +43,14 @@ def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> No
         ax.text(0.5, 0.5, "no comparable runs", ha="center", va="center",
                 transform=ax.transAxes)
     finish(fig, ax, out_png, title, None, ylabel)
+
+
+def node_partitions(inputs: list[Path]) -> Iterator[tuple[Path, dict, GraphDataset, Partition]]:
+    """The METIS/random partition directories among a figure's inputs (chunk partitions
+    skipped), each with its ``meta.json``, its dataset and the loaded partition."""
+    for directory in map(Path, inputs):
+        meta = json.loads((directory / "meta.json").read_text())
+        if meta["spec"]["method"] == "chunk":
+            continue
+        ds = load_dataset(directory.parents[2] / "datasets" / directory.parent.name)
+        yield directory, meta, ds, load_partition(directory)
