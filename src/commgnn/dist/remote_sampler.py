@@ -31,12 +31,6 @@ from commgnn.dist.netem import SAMPLING, NetworkEmulator
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
 
-#: The ``sampling`` option of the systems that sample online (``default``, ``hopgnn``).
-SAMPLING_OPTION = {
-    "enum": ["distributed", "replicated"], "default": "distributed",
-    "description": "distributed: other partitions' rows sampled by their owners over RPC "
-                   "(DistDGL); replicated: the whole graph on every worker, free"}
-
 REQUEST_HEADER_BYTES = 24
 ID_BYTES = 8
 
@@ -155,7 +149,7 @@ def _merge(num_dst: int, groups: dict[int, np.ndarray],
 def counted_sampler(sampler: NeighborSampler, how: str, owner: np.ndarray, rank: int,
                     emulator: NetworkEmulator, rpc_timeout_s: float
                     ) -> Callable[[np.ndarray, int], tuple[MiniBatch, FetchCounts]]:
-    """``(seeds, seed) -> (batch, sampling traffic)`` for :data:`SAMPLING_OPTION` ``how``:
+    """``(seeds, seed) -> (batch, sampling traffic)`` sampled ``how``:
     ``distributed`` (a :class:`DistributedSampler` over ``sampler``'s graph) or
     ``replicated`` (``sampler`` itself, free)."""
     if how == "replicated":

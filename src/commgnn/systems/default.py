@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from commgnn.dist.feature_store import FetchCounts
-from commgnn.dist.remote_sampler import SAMPLING_OPTION, counted_sampler
+from commgnn.dist.remote_sampler import counted_sampler
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
@@ -33,7 +33,10 @@ class DefaultSystem(System):
                      "description": "owned: each worker trains its partition's training "
                                     "nodes; global: the shuffled training set split evenly "
                                     "across workers"},
-        "sampling": SAMPLING_OPTION,
+        "sampling": {"enum": ["distributed", "replicated"], "default": "distributed",
+                     "description": "distributed: other partitions' rows sampled by their "
+                                    "owners over RPC (DistDGL); replicated: the whole graph "
+                                    "on every worker, free"},
     }
 
     def setup(self, ctx, model, optimizer) -> None:

@@ -62,11 +62,12 @@ import torch.nn.functional as F
 
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.netem import MIGRATION
-from commgnn.dist.remote_sampler import SAMPLING_OPTION, counted_sampler
+from commgnn.dist.remote_sampler import counted_sampler
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
 from commgnn.systems.base import PreparedBatch, StepOutput, System
+from commgnn.systems.default import DefaultSystem
 
 ID_BYTES = 8
 VALUE_BYTES = 4
@@ -215,7 +216,7 @@ class HopGNNSystem(System):
                                    "(§5.3); fixed: remove `merges` steps; none"},
         "merges": {"type": "integer", "minimum": 0, "default": 1,
                    "description": "time steps removed per iteration with merging: fixed"},
-        "sampling": SAMPLING_OPTION,
+        "sampling": DefaultSystem.options["sampling"],
     }
     reductions = {
         "time_steps": "mean",  # per iteration, after merging
@@ -242,7 +243,6 @@ class HopGNNSystem(System):
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
         self.owner = np.asarray(ctx.partition.book.owner)
-        self.owner_t = torch.from_numpy(np.ascontiguousarray(self.owner, dtype=np.int64))
         self._sample = counted_sampler(ctx.sampler, self.options["sampling"], self.owner,
                                        ctx.rank, ctx.emulator, ctx.spec.get("rpc_timeout_s"))
         self.search = MergeSearch()
@@ -320,14 +320,14 @@ class HopGNNSystem(System):
         remote_sets, per_step_rpcs = [], 0
         for s in steps:
             nodes = s.batch.input_nodes
-            remote = nodes[self.owner_t[nodes] != ctx.rank]
+            remote = nodes[store.owner[nodes] != ctx.rank]
             remote_sets.append(remote)
-            per_step_rpcs += int(torch.unique(self.owner_t[remote]).numel())
+            per_step_rpcs += int(torch.unique(store.owner[remote]).numel())
             m["input_rows"] += int(nodes.numel())
             m["miss_rows"] += int(remote.numel())
         union = (torch.unique(torch.cat(remote_sets)) if remote_sets
                  else torch.empty(0, dtype=torch.int64))
-        union_rpcs = int(torch.unique(self.owner_t[union]).numel())
+        union_rpcs = int(torch.unique(store.owner[union]).numel())
         m["pregather_rows"] += int(union.numel())
         m["pregather_saved_rows"] += sum(int(r.numel()) for r in remote_sets) - int(union.numel())
         m["pregather_saved_rpcs"] += per_step_rpcs - union_rpcs
