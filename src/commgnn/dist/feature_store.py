@@ -9,7 +9,10 @@ Network emulation: every pull pays each owner link's emulated round trip as a re
 on the calling thread (see :mod:`commgnn.dist.netem`), after the RPCs are issued. The
 round trips are charged one after another: the responses share the requester's one NIC,
 so their bytes serialise; this over-counts only the per-request latency when several
-owners answer at once.
+owners answer at once. The round-trip time recorded per owner (``FetchCounts.rtt_s``,
+the ``recent_rtt_s`` window) is that owner's own turn — from the previous owner's answer
+to its own — so a congested owner does not inflate the times of the owners after it
+(GreenDyGNN's per-owner congestion estimates read them).
 """
 
 from __future__ import annotations
@@ -112,12 +115,15 @@ class FeatureStore:
             counts.remote_bytes += n * self.row_bytes
             counts.per_owner_rows[owner] = n
         rows = {}
+        turn = start
         for owner, n in counts.per_owner_rows.items():
             # responses share this worker's ingress: the NIC model serialises their bytes
             self.emulator.charge_request(self.rank, owner, n * ID_BYTES, n * self.row_bytes,
                                          traffic=traffic)
             rows[owner] = futures[owner].wait()
-            counts.rtt_s[owner] = time.perf_counter() - start
+            now = time.perf_counter()
+            counts.rtt_s[owner] = now - turn  # this owner's own round trip (see module doc)
+            turn = now
         with self._lock:
             for owner, rtt in counts.rtt_s.items():
                 self.rtt.setdefault(owner, deque(maxlen=self._rtt_window)).append(rtt)

@@ -258,6 +258,26 @@ def read_presample_meta(out_dir: str | Path) -> dict:
     return meta
 
 
+def check_presample(out_dir: str | Path, *, fanouts: list[int], batch_size: int,
+                    base_seed: int, epochs: int, steps: int) -> dict:
+    """``meta.json`` of ``out_dir``, refusing blocks a run with these settings cannot use
+    (other fan-outs, batch size or seed; fewer epochs; another step count per epoch)."""
+    meta = read_presample_meta(out_dir)
+    params = meta["params"]
+    expected = {"fanouts": list(fanouts), "batch_size": batch_size, "base_seed": base_seed}
+    for key, value in expected.items():
+        if params[key] != value:
+            raise PresampleError(f"{out_dir}: presampled with {key}={params[key]!r} but the "
+                                 f"run uses {value!r}")
+    if params["epochs"] < epochs:
+        raise PresampleError(f"{out_dir}: {params['epochs']} epochs presampled, the run "
+                             f"needs {epochs}")
+    if meta["steps_per_epoch"] != steps:
+        raise PresampleError(f"{out_dir}: {meta['steps_per_epoch']} steps per epoch "
+                             f"presampled, the run's schedule has {steps}")
+    return meta
+
+
 def _check_entry(out_dir: Path, meta: dict, worker: int, epoch: int) -> None:
     params = meta["params"]
     if worker not in params["workers"] or not 0 <= epoch < params["epochs"]:

@@ -33,7 +33,7 @@ import torch
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.prefetch import Prefetcher
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
-from commgnn.sampling.presample import frequencies, open_presampled, read_presample_meta
+from commgnn.sampling.presample import check_presample, frequencies, open_presampled
 from commgnn.systems.base import PreparedBatch, System
 
 
@@ -79,20 +79,9 @@ class RapidGNNSystem(System):
         self.presample_dir = ctx.inputs["presample"]
         self.n_hot = int(self.options["n_hot"])
         self.depth = int(self.options["prefetch_depth"])
-        meta = read_presample_meta(self.presample_dir)
-        params = meta["params"]
-        expected = {"fanouts": list(ctx.spec.get("fanouts")), "batch_size": ctx.spec.batch_size,
-                    "base_seed": ctx.spec.seed}
-        for key, value in expected.items():
-            if params[key] != value:
-                raise RuntimeError(f"{self.presample_dir}: presampled with {key}={params[key]!r}"
-                                   f" but the run uses {value!r}")
-        if params["epochs"] < ctx.spec.get("epochs"):
-            raise RuntimeError(f"{self.presample_dir}: {params['epochs']} epochs presampled, "
-                               f"the run needs {ctx.spec.get('epochs')}")
-        if meta["steps_per_epoch"] != ctx.steps:
-            raise RuntimeError(f"{self.presample_dir}: {meta['steps_per_epoch']} steps per "
-                               f"epoch presampled, the run's schedule has {ctx.steps}")
+        meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
+                               batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
+                               epochs=ctx.spec.get("epochs"), steps=ctx.steps)
         self.steps = int(meta["steps_per_epoch"])
         # the neighbour-list traffic distributed sampling costs, paid offline by presample
         self.presample_stats = meta["workers"][str(ctx.rank)]

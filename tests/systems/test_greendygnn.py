@@ -1,0 +1,193 @@
+"""GreenDyGNN part 1: window caches computed by hand, the double buffer, and real runs
+whose every hit, miss and fill is recomputed from the presampled blocks."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from commgnn.control.controller import WindowDecision
+from commgnn.partition import load_partition
+from commgnn.sampling.presample import load_presampled, presample
+from commgnn.systems.greendygnn import WindowBuffers, WindowCache, select_window_nodes
+
+pytestmark = pytest.mark.timeout(300)
+EPOCHS = 3
+K = 40
+
+
+@pytest.fixture(scope="module")
+def presampled(tiny_inputs, tmp_path_factory, make_spec) -> Path:
+    spec = make_spec(epochs=EPOCHS)
+    out = tmp_path_factory.mktemp("presample") / "blocks"
+    presample(*tiny_inputs, out, fanouts=spec.get("fanouts"), batch_size=spec.batch_size,
+              base_seed=spec.seed, epochs=EPOCHS)
+    return out
+
+
+def _spec(make_spec, epochs=EPOCHS, network="none", **options):
+    return make_spec(system="greendygnn", epochs=epochs, network=network,
+                     system_options={"cache_rows": K, "window": 2, **options})
+
+
+def _epochs(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "epochs.jsonl").read_text().splitlines()]
+
+
+def test_a_windows_content_by_hand():
+    # owners: nodes 0-9 on worker 0 (this one), 10-19 on 1, 20-29 on 2, 30-39 on 3
+    owner = np.repeat(np.arange(4), 10)
+    batches = [np.array([10, 11, 20, 30, 31]), np.array([11, 21, 20, 30]),
+               np.array([11, 12, 21, 32])]
+    # counts: 11→3; 20, 21, 30→2; 10, 12, 31, 32→1
+    uniform = WindowDecision(4).shares([1, 2, 3])  # a third of K each
+    # owner 1: 11, then 10 (ties by id); owner 2: 20, 21; owner 3: 30, then 31
+    assert select_window_nodes(batches, owner, 6, uniform).tolist() == \
+        [10, 11, 20, 21, 30, 31]
+    # 60 % to owner 3: quotas 1, 1, 3
+    biased = WindowDecision(4, 3).shares([1, 2, 3])
+    assert select_window_nodes(batches, owner, 5, biased).tolist() == [11, 20, 30, 31, 32]
+    # capacity left after the quotas (7 - 2·3) goes to the best count × weight
+    assert select_window_nodes(batches, owner, 7, uniform).tolist() == \
+        [10, 11, 12, 20, 21, 30, 31]
+    assert select_window_nodes(batches, owner, 7, uniform, {3: 2.5}).tolist() == \
+        [10, 11, 20, 21, 30, 31, 32]
+    # an owner that cannot use its quota leaves it to the others
+    assert select_window_nodes([np.array([10, 20, 21, 22, 23])], owner, 4, uniform
+                               ).tolist() == [10, 20, 21, 22]
+    assert select_window_nodes(batches, owner, 100, uniform).tolist() == \
+        [10, 11, 12, 20, 21, 30, 31, 32]
+    assert select_window_nodes(batches, owner, 0, uniform).size == 0
+
+
+def test_a_swap_never_serves_a_half_built_buffer():
+    buffers = WindowBuffers()
+    progress = threading.Event()
+
+    def slow_build() -> WindowCache:
+        rows = torch.full((50, 4), float("nan"))
+        for i in range(50):  # filled row by row, slowly
+            rows[i] = i
+            if i == 10:
+                progress.set()
+            time.sleep(0.004)
+        ids = torch.arange(50)
+        return WindowCache(index=1, start=0, decision=WindowDecision(2), ids=ids, rows=rows,
+                           slot=ids.clone())
+
+    buffers.build_async(slow_build)
+    assert progress.wait(5)  # the build is under way …
+    served = buffers.swap()  # … and the swap waits for it to finish
+    assert not torch.isnan(served.rows).any()
+    assert served.rows[:, 0].tolist() == [float(i) for i in range(50)]
+    assert buffers.active is served and not buffers.building and buffers.waited_s > 0
+    with pytest.raises(RuntimeError, match="no pending buffer"):
+        buffers.swap()
+
+    def broken() -> WindowCache:
+        raise OSError("owner unreachable")
+
+    buffers.build_async(broken)
+    with pytest.raises(RuntimeError, match="pending cache buffer failed") as info:
+        buffers.swap()
+    assert isinstance(info.value.__cause__, OSError)
+    assert buffers.active is served  # the last good buffer stays active
+
+
+def _replay(presampled: Path, owner: np.ndarray, worker: int, window: int, steps: int):
+    """Per global step: the window index and its cache; per window: rows pulled."""
+    batches = [b for e in range(EPOCHS) for b in load_presampled(presampled, worker, e)]
+    assert len(batches) == EPOCHS * steps
+    remote = [b.remote_nodes for b in batches]
+    shares = WindowDecision(window).shares([o for o in np.unique(owner) if o != worker])
+    caches, pulled = [], []
+    previous: set[int] = set()
+    for start in range(0, len(batches), window):
+        nodes = set(select_window_nodes(remote[start:start + window], owner, K, shares)
+                    .tolist())
+        pulled.append(len(nodes - previous))
+        caches.append(nodes)
+        previous = nodes
+    return batches, caches, pulled
+
+
+def test_static_windows_cross_epochs_with_exact_counts(presampled, tiny_inputs, tmp_path,
+                                                       run_on_tiny, make_spec, read_steps):
+    run = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec), name="static",
+                      presample=presampled)
+    owner = np.asarray(load_partition(tiny_inputs[1]).book.owner)
+    epochs = _epochs(run)
+    steps = epochs[0]["steps_max"]
+    assert steps % 2 == 1  # an odd step count: some window spans two epochs
+    for worker in range(2):
+        batches, caches, pulled = _replay(presampled, owner, worker, 2, steps)
+        records = read_steps(run, worker)
+        assert len(records) == len(batches)
+        for g, (rec, batch) in enumerate(zip(records, batches, strict=True)):
+            nodes = batch.batch.input_nodes.numpy()
+            remote = nodes[owner[nodes] != worker]
+            cache = caches[g // 2]
+            misses = [n for n in remote if n not in cache]
+            assert (rec["epoch"], rec["step"]) == divmod(g, steps)
+            assert rec["window"] == 2 and rec["window_index"] == g // 2
+            assert rec["cache_misses"] == rec["remote_rows"] == len(misses)
+            assert rec["cache_hits"] == len(remote) - len(misses)
+            assert rec["remote_rpcs"] == int(len(misses) > 0)  # one owner
+        # a window's fill is counted in the epoch whose resolver swapped it in
+        for e, epoch in enumerate(epochs):
+            mine = epoch["workers"][worker]
+            firsts = [k for k in range(len(caches)) if (2 * k) // steps == e]
+            assert mine["windows_built"] == len(firsts)
+            assert mine["fill_rows"] == mine["extra_remote_rows"] == \
+                sum(pulled[k] for k in firsts)
+            assert mine["fill_rows"] + mine["copied_rows"] == \
+                sum(len(caches[k]) for k in firsts)
+            assert mine["mean_window"] == 2.0
+
+
+def test_resume_gives_the_same_steps(presampled, tiny_inputs, tmp_path, run_on_tiny,
+                                     make_spec, read_steps):
+    whole = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, window=4), name="whole",
+                        presample=presampled)
+    run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, epochs=2, window=4), name="part",
+                presample=presampled)
+    resumed = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, window=4), name="part",
+                          presample=presampled)
+    # The 2-epoch run's last window is cut at its end (steps 4-5 of 4-7), so its epoch 1
+    # caches differ; the resumed epoch rebuilds the in-flight windows for the 3-epoch run
+    # and from there every count is the whole run's. Features, hence losses, never differ.
+    keys = ("epoch", "step", "window_index", "cache_hits", "cache_misses", "remote_rows")
+    for worker in range(2):
+        a, b = read_steps(whole, worker), read_steps(resumed, worker)
+        assert [[r[k] for k in keys] for r in a if r["epoch"] == 2] == \
+            [[r[k] for k in keys] for r in b if r["epoch"] == 2]
+        assert [r["loss"] for r in a] == pytest.approx([r["loss"] for r in b])
+        assert [r["window_index"] for r in a] == [r["window_index"] for r in b]
+
+
+def test_heuristic_shrinks_the_window_under_congestion(presampled, tiny_inputs, tmp_path,
+                                                       run_on_tiny, make_spec, read_steps):
+    # 20 ms on node 1 from epoch 1 on; the baseline comes from epoch 0
+    network = {"preset": "none",
+               "congestion": {"kind": "epochs", "table": {1: {1: 20.0}, 2: {1: 20.0}},
+                              "applies_to": ["fetch"]}}
+    run = run_on_tiny(tmp_path, tiny_inputs,
+                      _spec(make_spec, network=network, controller="heuristic", window=2,
+                            warmup_epochs=1, recent_rtts=2),
+                      name="heuristic", presample=presampled)
+    for worker in range(2):
+        records = read_steps(run, worker)
+        assert {r["window"] for r in records if r["epoch"] == 0} == {2}
+        late = [r for r in records if r["epoch"] == 2]
+        assert all(r["delay_est_ms"] > 8 for r in late)
+        # window k + 1 is decided as window k starts: by epoch 2 the estimate (10-20 ms)
+        # gives W = pow2_floor(2 / (1 + ⌊δ̂ / 4 ms⌋)) = 1, biased toward the other worker
+        assert {r["window"] for r in late} == {1}
+        assert {r["bias_owner"] for r in late} == {1 - worker}
+    assert _epochs(run)[2]["delay_est_ms"] > 8
