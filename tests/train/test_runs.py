@@ -165,3 +165,67 @@ def test_tcp_transport_gives_the_same_run(default_run, tiny_inputs, tmp_path, ru
         first_epoch = [r for r in read_steps(default_run, worker) if r["epoch"] == 0]
         assert [[r[k] for k in keys] for r in read_steps(tcp, worker)] == \
             [[r[k] for k in keys] for r in first_epoch]
+
+
+def test_target_energy_model_in_every_record(tiny_inputs, tmp_path, run_on_tiny, make_spec,
+                                             read_steps):
+    """Every step and epoch record carries the target-machine model's energy in target
+    time (raw / f), also across a resume; epoch rows accumulate it up to the summary's."""
+    model = {"gpu_idle_w": 50, "gpu_busy_w": 300, "cpu_idle_w": 30, "cpu_max_w": 110,
+             "cpu_cores": 16, "rpc_cpu_s": 2e-4, "copy_bytes_per_s": 1e9}
+    network = {"preset": "1gbe", "time_dilation": 4}
+    first = run_on_tiny(tmp_path, tiny_inputs, make_spec(epochs=1, network=network,
+                                                         energy_model=model))
+    first_row = json.loads((first / "epochs.jsonl").read_text())
+    out = run_on_tiny(tmp_path, tiny_inputs, make_spec(epochs=2, network=network,
+                                                       energy_model=model))  # resumes
+    summary = json.loads((out / "summary.json").read_text())
+    f = summary["time_dilation"]
+    assert f == 4.0
+    assert summary["energy_target_model"] == {"meter": "target-model", "modelled": True,
+                                              **model}
+    core_w = (110 - 30) / 16
+
+    def by_hand(r):  # the model applied to a step's recorded fields, in target time
+        rpcs = r["remote_rpcs"] + r["sampling_rpcs"]
+        nbytes = r["remote_bytes"] + r["sampling_bytes"]
+        busy = max(0.0, r["compute_s"] - r["sync_s"]) / f
+        gpu = 50 * r["step_s"] / f + (300 - 50) * busy
+        cpu = 30 * r["step_s"] / f + core_w * (rpcs * 2e-4 + nbytes / 1e9)
+        return gpu, cpu
+
+    epochs = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+    assert [e["epoch"] for e in epochs] == [0, 1]
+    assert epochs[0] == first_row  # resumed: epoch 0's row is the first run's
+    for worker in range(2):
+        steps = read_steps(out, worker)
+        assert any(r["sync_s"] > 0 for r in steps)  # the all-reduce is off the GPU's busy time
+        for r in steps:
+            gpu, cpu = by_hand(r)
+            assert r["energy_target_gpu_j"] == pytest.approx(gpu, rel=1e-9)
+            assert r["energy_target_cpu_j"] == pytest.approx(cpu, rel=1e-9)
+            assert r["energy_target_j"] == pytest.approx(gpu + cpu, rel=1e-9)
+        for e in epochs:
+            mine = [r for r in steps if r["epoch"] == e["epoch"]]
+            rec = e["workers"][worker]
+            step_sum = sum(r["energy_target_j"] for r in mine)
+            assert rec["step_s"] == pytest.approx(sum(r["step_s"] for r in mine))
+            assert rec["energy_target_j"] >= step_sum
+            # plus idle power outside the steps (default: no traffic outside them)
+            outside = (50 + 30) * (rec["time_s"] - rec["step_s"]) / f
+            assert rec["energy_target_j"] == pytest.approx(step_sum + outside, rel=1e-9)
+    for key in ("energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j", "energy_j"):
+        for e in epochs:
+            assert e[key] == pytest.approx(sum(w[key] for w in e["workers"]))
+        assert summary[key] == pytest.approx(sum(e[key] for e in epochs))
+    for cum, key in (("energy_target_cum_j", "energy_target_j"), ("energy_cum_j", "energy_j")):
+        values = [e[cum] for e in epochs]
+        assert values[0] == pytest.approx(epochs[0][key])
+        assert values == sorted(values) and values[1] > values[0]
+        assert values[-1] == pytest.approx(summary[key])
+    assert summary["energy_target_j"] == pytest.approx(summary["energy_target_gpu_j"]
+                                                       + summary["energy_target_cpu_j"])
+    assert summary["energy_target_per_epoch_j"] == pytest.approx(summary["energy_target_j"] / 2)
+    assert summary["energy_per_epoch_j"] == pytest.approx(summary["energy_j"] / 2)
+    table = pd.read_csv(out / "epochs.csv")
+    assert set(table["run_energy_target_cum_j"]) == {e["energy_target_cum_j"] for e in epochs}

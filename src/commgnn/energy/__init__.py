@@ -2,6 +2,9 @@
 
 Use :func:`select_meter` to get the best meter for a worker; every reading
 (:meth:`EnergyMeter.record`) carries the meter's name and whether it is modelled.
+
+Besides the meters (this host, raw time): :class:`TargetPowerModel`, the target-machine
+energy model evaluated in target (dilated) time (``energy_target_*`` in run records).
 """
 
 from commgnn.energy.base import CompositeMeter, EnergyMeter, EnergyRecord
@@ -14,6 +17,7 @@ from commgnn.energy.modelled import (
 from commgnn.energy.nvml import NvmlMeter, nvml_available
 from commgnn.energy.rapl import DEFAULT_RAPL_ROOT, RaplMeter, rapl_available
 from commgnn.energy.select import METER_CHOICES, select_meter
+from commgnn.energy.target import TARGET_MODEL_NAME, TargetEnergy, TargetPowerModel
 
 __all__ = [
     "DEFAULT_CPU_IDLE_W",
@@ -21,12 +25,15 @@ __all__ = [
     "DEFAULT_GPU_IDLE_W",
     "DEFAULT_RAPL_ROOT",
     "METER_CHOICES",
+    "TARGET_MODEL_NAME",
     "CompositeMeter",
     "EnergyMeter",
     "EnergyRecord",
     "ModelledMeter",
     "NvmlMeter",
     "RaplMeter",
+    "TargetEnergy",
+    "TargetPowerModel",
     "nvml_available",
     "rapl_available",
     "select_meter",

@@ -9,6 +9,10 @@ each (model, optimiser, every worker's system state; resume from the last), eval
 and write per-step JSONL. Rank 0 gathers per-epoch records, writes ``epochs.jsonl`` and
 ``summary.json`` and finally renames the run's staging directory ``<run>.partial`` to
 ``<run>`` — so a run directory that exists is complete.
+
+Energy: every step and epoch record has the measured ``energy_j`` (this host, raw time)
+and the target-machine model's ``energy_target_j`` (:mod:`commgnn.energy.target`, in
+target time: raw / ``time_dilation``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from commgnn.dist.netem import (
 from commgnn.dist.nic import clock_file
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
+from commgnn.energy.target import TargetEnergy, TargetPowerModel
 from commgnn.files import write_json_atomic
 from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
@@ -53,17 +58,21 @@ from commgnn.train.metrics import JsonlWriter, StepRecord
 from commgnn.train.spec import RunSpec
 from commgnn.train.summary import (
     NETWORK_CLASSES,
+    add_cumulative,
     epoch_summary,
     run_summary,
+    target_model,
     write_tidy_tables,
 )
 
 log = logging.getLogger("commgnn.train")
 
 #: Step fields summed into the worker's epoch record.
-STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "remote_rpcs", "remote_rows",
-               "remote_bytes", "cache_hits", "cache_misses", "local_rows", "sampling_rpcs",
-               "sampling_rows", "sampling_bytes", "allreduce_bytes", "allreduce_messages")
+STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "step_s", "remote_rpcs",
+               "remote_rows", "remote_bytes", "cache_hits", "cache_misses", "local_rows",
+               "sampling_rpcs", "sampling_rows", "sampling_bytes", "allreduce_bytes",
+               "allreduce_messages", "energy_target_j", "energy_target_gpu_j",
+               "energy_target_cpu_j")
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
     ctx = WorkerContext(spec=spec, env=env, device=device, dataset=dataset,
                         partition=partition, emulator=emulator, store=store, labels=labels,
                         inputs=dict(paths.inputs))
+    power = target_model(spec)  # the target-machine energy model (a bad one fails here)
 
     model, optimizer = _fresh_model(spec, dataset, device)
     ckpt_dir = Path(paths.checkpoints)
@@ -256,6 +266,9 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
     steps_out = JsonlWriter(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
     epochs_out = (JsonlWriter(staging / "epochs.jsonl", keep_epochs_below=start_epoch)
                   if rank == 0 else None)
+    # Rank 0's epoch rows so far (kept from an interrupted run when resuming), for the
+    # cumulative energies every row carries.
+    history = _epoch_rows(staging) if rank == 0 else []
     meter = worker_meter(device)
     meter.start()
     epochs = spec.get("epochs")
@@ -269,11 +282,12 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         energy0 = meter.read_joules()
         network0 = {c: emulator.totals(c) for c in NETWORK_CLASSES}
         system.start_epoch(epoch)
-        record = _run_epoch(system, epoch, rank, steps_out, emulator, meter)
+        record = _run_epoch(system, epoch, rank, steps_out, emulator, meter, power)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
         record["time_s"] = time.perf_counter() - start
         record["time_dilation"] = emulator.time_dilation
         record["energy_j"] = meter.read_joules() - energy0
+        record.update(_epoch_target_energy(record, power))
         for c in NETWORK_CLASSES:  # modelled seconds and bytes on the links, every thread
             now = emulator.totals(c)
             record[f"network_{c}_s"] = now.charged_s - network0[c].charged_s
@@ -292,9 +306,10 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         states = [None] * world  # after observe_epoch: the state the next epoch starts from
         dist.all_gather_object(states, system.state_dict())
         if rank == 0:
-            epochs_out.write(json.dumps(epoch_summary(epoch, records,
-                                                      type(system).metric_reductions()),
-                                        sort_keys=True))
+            row = add_cumulative(epoch_summary(epoch, records,
+                                               type(system).metric_reductions()), history)
+            history.append(row)
+            epochs_out.write(json.dumps(row, sort_keys=True))
             if spec.get("checkpoint"):
                 save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(), states)
         dist.barrier()
@@ -303,10 +318,8 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
     meter.stop()
     if rank == 0:
         epochs_out.close()
-        records = [json.loads(line) for line in (staging / "epochs.jsonl").read_text()
-                   .splitlines() if line]
-        summary = run_summary(spec, system, records, meter.name, device, env.launcher,
-                              run_info)
+        summary = run_summary(spec, system, _epoch_rows(staging), meter.name, device,
+                              env.launcher, run_info)
         write_tidy_tables(staging, world)
         write_json_atomic(staging / "summary.json", summary)
         out = Path(paths.out)
@@ -327,6 +340,26 @@ def _fresh_model(spec: RunSpec, dataset, device: torch.device):
     return model, optimizer
 
 
+def _epoch_rows(staging: Path) -> list[dict]:
+    """The epoch rows in the staging directory's ``epochs.jsonl`` (none if absent)."""
+    path = staging / "epochs.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def _epoch_target_energy(record: dict, power: TargetPowerModel) -> dict:
+    """A worker's epoch under the target-machine model: its steps, plus idle power for the
+    epoch's time outside them, plus the CPU cost of the traffic the system sent outside
+    them (``extra_remote_*``, e.g. cache fills). Target time: raw seconds / f."""
+    f = record["time_dilation"]
+    steps = TargetEnergy(gpu=record["energy_target_gpu_j"], cpu=record["energy_target_cpu_j"])
+    outside = power.energy(max(0.0, record["time_s"] - record["step_s"]) / f, 0.0,
+                           record.get("extra_remote_rpcs", 0),
+                           record.get("extra_remote_bytes", 0))
+    return (steps + outside).as_dict()
+
+
 def _recorded(staging: Path, epochs: int) -> bool:
     """Whether the staging directory holds the epoch records of epochs ``0..epochs-1``."""
     path = staging / "epochs.jsonl"
@@ -336,7 +369,8 @@ def _recorded(staging: Path, epochs: int) -> bool:
     return set(range(epochs)) <= seen
 
 
-def _run_epoch(system, epoch, rank, steps_out, emulator, meter) -> dict:
+def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
+               power: TargetPowerModel) -> dict:
     totals = {"epoch": epoch, "worker": rank, "steps": 0, "loss_sum": 0.0, "correct": 0,
               "seen": 0, **dict.fromkeys(STEP_TOTALS, 0)}
     system.train_module.train()
@@ -353,10 +387,15 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter) -> dict:
         t2 = time.perf_counter()
         sync = emulator.totals(ALLREDUCE)
         counts, sampling = prepared.counts, prepared.sampling
+        compute_s, sync_s, step_s = t2 - t1, sync.charged_s - sync0.charged_s, t2 - t0
+        f = emulator.time_dilation  # target time = raw / f; the GPU idles while synced
+        target = power.energy(step_s / f, max(0.0, compute_s - sync_s) / f,
+                              counts.remote_rpcs + sampling.remote_rpcs,
+                              counts.remote_bytes + sampling.remote_bytes)
         step = StepRecord(
             epoch=epoch, step=prepared.step, worker=rank, sample_s=prepared.sample_s,
-            fetch_wait_s=prepared.fetch_wait_s, compute_s=t2 - t1,
-            sync_s=sync.charged_s - sync0.charged_s, step_s=t2 - t0,
+            fetch_wait_s=prepared.fetch_wait_s, compute_s=compute_s, sync_s=sync_s,
+            step_s=step_s,
             remote_rpcs=counts.remote_rpcs, remote_rows=counts.remote_rows,
             remote_bytes=counts.remote_bytes, cache_hits=prepared.cache_hits,
             cache_misses=prepared.cache_misses, local_rows=counts.local_rows,
@@ -366,6 +405,8 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter) -> dict:
             allreduce_messages=sync.messages - sync0.messages,
             loss=out.loss, acc=out.correct / max(1, out.seen), batch_size=out.seen,
             energy_j=meter.read_joules() - energy0, energy_meter=meter.name,
+            energy_target_j=target.total, energy_target_gpu_j=target.gpu,
+            energy_target_cpu_j=target.cpu,
             extra={**prepared.extra, **out.extra,
                    "fetch_rtt_s": {str(o): rtt for o, rtt in counts.rtt_s.items()}})
         steps_out.write(step.to_json())

@@ -2,7 +2,9 @@
 
 One schema for every system (DESIGN.md "Metrics"). Counts are exact; times are wall-clock.
 ``remote_bytes`` counts feature payload bytes (rows x feature_dim x 4); request ids are
-charged by the network emulator but not counted here.
+charged by the network emulator but not counted here. ``energy_j`` is measured on this
+host (raw time, the named meter); ``energy_target_*`` is the target-machine model
+(``"target-model"``, :mod:`commgnn.energy.target`) in target time.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ class StepRecord:
     batch_size: int
     energy_j: float
     energy_meter: str
+    #: The target-machine energy model (:mod:`commgnn.energy.target`) over this step's
+    #: target time: ``step_s / f``, the GPU busy for ``max(0, compute_s - sync_s) / f``,
+    #: ``remote_rpcs + sampling_rpcs`` RPCs carrying ``remote_bytes + sampling_bytes``.
+    energy_target_j: float
+    energy_target_gpu_j: float
+    energy_target_cpu_j: float
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:

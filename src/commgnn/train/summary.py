@@ -3,6 +3,11 @@
 Synchronous training: an epoch lasts as long as its slowest worker, so epoch time is the
 max over workers; communication counts and energy are sums over workers. A system's own
 metrics are combined as its class declares (``System.reductions``).
+
+Energy: ``energy_j`` is measured on this host (raw time, the named meter);
+``energy_target_j`` (parts ``_gpu_j``, ``_cpu_j``) is the target-machine model
+(:mod:`commgnn.energy.target`, named ``"target-model"``) in target time. Epoch rows carry
+both cumulatively too (``energy_cum_j``, ``energy_target_cum_j``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import pandas as pd
 import torch
 
 from commgnn.dist.netem import ALLREDUCE, FETCH, MIGRATION, SAMPLING, SHUFFLE
+from commgnn.energy.target import TargetPowerModel
 from commgnn.systems.base import System, reduce_values
 from commgnn.train.spec import RunSpec
 
@@ -26,7 +32,10 @@ SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_mis
           "local_rows", "energy_j", "steps", "sampling_rpcs", "sampling_rows", "sampling_bytes",
           "allreduce_bytes", "allreduce_messages", "network_fetch_s", "network_sampling_s",
           "network_allreduce_s", "fetch_wait_s", "network_shuffle_s", "network_migration_s",
-          *(f"network_{c}_bytes" for c in NETWORK_CLASSES))
+          *(f"network_{c}_bytes" for c in NETWORK_CLASSES), "energy_target_j",
+          "energy_target_gpu_j", "energy_target_cpu_j")
+#: Cumulative values every epoch row carries: key → the per-epoch value it accumulates.
+CUMULATIVE = {"energy_cum_j": "energy_j", "energy_target_cum_j": "energy_target_j"}
 #: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
 #: added to the epoch's remote totals.
 OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
@@ -46,7 +55,16 @@ COMMON_KEYS = (
     "allreduce_bytes_per_epoch", "shuffle_bytes_per_epoch", "migration_bytes_per_epoch",
     "test_acc", "val_acc",
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "steps_per_epoch",
+    "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
+    "energy_target_per_epoch_j",
 )
+
+
+def target_model(spec: RunSpec) -> TargetPowerModel:
+    """The run's target-machine energy model: the defaults, overridden by the training
+    config's ``energy_model`` (read from ``spec.training`` directly: it has no entry in
+    ``TRAINING_DEFAULTS``, so runs that do not set it keep their spec and checkpoints)."""
+    return TargetPowerModel.from_config(spec.training.get("energy_model"))
 
 
 def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -> dict:
@@ -83,6 +101,15 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
     return row
 
 
+def add_cumulative(row: dict, previous: list[dict]) -> dict:
+    """``row`` with :data:`CUMULATIVE` values: its own plus every previous epoch row's
+    (``previous``: the run's rows before it, also those kept from an interrupted run; a row
+    without the value, written before it existed, makes the sum NaN)."""
+    for cum, key in CUMULATIVE.items():
+        row[cum] = sum(r.get(key, math.nan) for r in previous) + row[key]
+    return row
+
+
 def system_summary(reductions: dict[str, str], epochs: list[dict]) -> dict:
     """The run-level values of a system's declared metrics (see ``REDUCTIONS``)."""
     out = {}
@@ -103,7 +130,10 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
     ``system_metrics``), then the run's settings.
 
     Times: ``*_raw_s`` are wall seconds here; every other time is a target time, the raw
-    time divided by ``time_dilation`` (identical when it is 1). Per-step figures are
+    time divided by ``time_dilation`` (identical when it is 1). Energy: ``energy_j`` is
+    measured here over raw time, ``energy_target_j`` the target-machine model over target
+    time (``energy_target_model``: its constants); both over the epochs (not setup or
+    evaluation), summed over workers. Per-step figures are
     means over every worker's steps; ``network_s_per_step`` is the modelled link time
     of the feature and neighbour-list traffic (every thread), ``fetch_wait_s_per_step``
     the part the trainer waited for (the critical path)."""
@@ -159,6 +189,12 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "final_train_loss": epochs[-1]["train_loss"],
         "energy_j": sum(e["energy_j"] for e in epochs),
         "energy_meter": meter,
+        "energy_per_epoch_j": mean(e["energy_j"] for e in epochs),
+        **{f"energy_target{part}_j": sum(e.get(f"energy_target{part}_j", math.nan)
+                                         for e in epochs) for part in ("", "_gpu", "_cpu")},
+        "energy_target_per_epoch_j": mean(e.get("energy_target_j", math.nan)
+                                          for e in epochs),
+        "energy_target_model": target_model(spec).describe(),
         "peak_mem_bytes": max(e["peak_mem_bytes"] for e in epochs),
         "steps_per_epoch": max(e["steps_max"] for e in epochs),
         "epoch_times_s": [e["time_s"] / f for e in epochs],
@@ -185,5 +221,6 @@ def write_tidy_tables(run_dir: Path, workers: int) -> None:
         epoch = json.loads(line)
         for worker in epoch["workers"]:
             rows.append({**worker, **{f"run_{k}": v for k, v in epoch.items()
-                                      if k in ("val_acc", "test_acc", "time_s")}})
+                                      if k in ("val_acc", "test_acc", "time_s",
+                                               *CUMULATIVE)}})
     pd.DataFrame(rows).to_csv(run_dir / "epochs.csv", index=False)
