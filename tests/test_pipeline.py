@@ -26,10 +26,24 @@ TINY = {
                 "rapidgnn-h200": {"system": "rapidgnn", "n_hot": 200},
                 "grappa-uw": {"system": "grappa", "estimator": "none"},
                 "dgl-global": {"system": "default", "schedule": "global"},
-                "hopgnn-naive": {"system": "hopgnn", "mode": "naive"}},
+                "hopgnn-naive": {"system": "hopgnn", "mode": "naive"},
+                "greendygnn": {"window": 2, "cache_rows": 100},
+                "greendygnn-heuristic": {"system": "greendygnn", "controller": "heuristic",
+                                         "window": 2, "cache_rows": 100, "warmup_epochs": 1},
+                "bgl": {"cache_rows": 100}},
+    # GreenDyGNN's single-link congestion preset on node 1, from the first epoch
+    "networks": {"10gbe-single": {"preset": "10gbe", "congestion": {
+        "kind": "scenario", "name": "single-link", "delay_ms": 5, "onset_epoch": 0,
+        "final_clean": False}}},
     "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200", "dgl-global",
                                  "hopgnn", "hopgnn-naive"],
                      "datasets": ["tiny"], "partitionings": ["metis2"], "batch_sizes": [256],
+                     "networks": ["10gbe"]},
+                    {"systems": ["greendygnn", "greendygnn-heuristic", "bgl"],
+                     "datasets": ["tiny"], "partitionings": ["metis2"],
+                     "batch_sizes": [256], "networks": ["10gbe-single"]},
+                    {"systems": ["greendygnn"], "datasets": ["tiny"],
+                     "partitionings": ["metis2"], "batch_sizes": [256],
                      "networks": ["10gbe"]},
                     {"systems": ["grappa", "grappa-uw"], "datasets": ["tiny"],
                      "partitionings": ["chunk3"], "batch_sizes": [256],
@@ -99,6 +113,17 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     table1 = pd.read_csv(out / "figures" / "hopgnn_table1.csv")
     assert (table1["r_micro"] > table1["r_sub"]).all()
     for name in ("hopgnn_fig13", "hopgnn_fig16", "hopgnn_table3"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 0
+    # GreenDyGNN under the congestion preset: its figures, BGL and the congestion label
+    runs = pd.read_csv(out / "tables" / "runs.csv").set_index(["system", "network"])
+    assert runs.loc[("greendygnn", "10gbe-single"), "congestion"] == "scenario:single-link"
+    assert runs.loc[("greendygnn", "10gbe"), "congestion"] == "none"
+    assert runs.loc[("bgl", "10gbe-single"), "energy_target_j"] > 0
+    fig5 = pd.read_csv(out / "figures" / "greendygnn_fig5.csv")
+    assert set(fig5["method"]) == {"GreenDyGNN-static"}  # the one clean/congested pair
+    table = pd.read_csv(out / "figures" / "greendygnn_table1.csv")
+    assert {"BGL", "GreenDyGNN-static", "GreenDyGNN-heuristic"} <= set(table["method"])
+    for name in ("greendygnn_fig2", "greendygnn_fig4", "greendygnn_fig9"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
     for system in ("default", "oracle"):
         run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"

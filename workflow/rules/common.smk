@@ -117,5 +117,6 @@ def system_figure_inputs(w):
     """The tables a declared figure reads (keys of `systems.base.FIGURE_INPUTS`)."""
     paths = {"runs": [f"{RESULTS}/tables/runs.csv"],
              "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
-             "partitions": all_partitions()}
+             "partitions": all_partitions(),
+             "run_dirs": all_runs()}
     return [path for kind in SYSTEM_FIGURES[w.name] for path in paths[kind]]

@@ -61,6 +61,7 @@ FIGURE_INPUTS = {
     "runs": "the runs table (`commgnn runs-table`)",
     "partition_stats": "the partition table (`commgnn partition-table`)",
     "partitions": "every partition directory of the config",
+    "run_dirs": "every run directory of the config (per-epoch and per-step records)",
 }
 
 #: Pipeline products a system may declare in ``needs``; the workflow builds them and

@@ -201,6 +201,13 @@ class GreenDyGNNSystem(System):
                          "description": "loader queue: presampled batches read ahead"},
     }
     needs = ("presample",)
+    figures = {
+        "greendygnn_fig2": ("runs",),
+        "greendygnn_fig4": ("runs",),
+        "greendygnn_fig5": ("runs",),
+        "greendygnn_fig9": ("run_dirs",),
+        "greendygnn_table1": ("runs",),
+    }
     reductions = {"windows_built": "sum", "mean_window": "mean", "fill_rows": "sum",
                   "copied_rows": "sum", "rebuild_s": "sum", "swap_wait_s": "slowest",
                   "delay_est_ms": "max", "biased_windows": "sum", "cache_bytes_max": "max"}

@@ -43,7 +43,7 @@ TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
     "system", "base_system", "dataset", "partitioning", "model", "layers", "batch_size",
-    "network",
+    "network", "congestion",
     "seed", "workers", "epochs", "time_dilation", "mean_epoch_time_s",
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
     "network_s_per_step", "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
@@ -65,6 +65,16 @@ def target_model(spec: RunSpec) -> TargetPowerModel:
     config's ``energy_model`` (read from ``spec.training`` directly: it has no entry in
     ``TRAINING_DEFAULTS``, so runs that do not set it keep their spec and checkpoints)."""
     return TargetPowerModel.from_config(spec.training.get("energy_model"))
+
+
+def congestion_label(network_spec) -> str:
+    """The network's congestion schedule in a word: ``none``, its kind, or
+    ``scenario:<name>`` (figures tell clean runs from congested ones by it)."""
+    spec = network_spec.get("congestion") if isinstance(network_spec, dict) else None
+    if not spec or spec.get("kind", "none") == "none":
+        return "none"
+    kind = spec["kind"]
+    return f"scenario:{spec['name']}" if kind == "scenario" else str(kind)
 
 
 def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -> dict:
@@ -157,6 +167,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "layers": len(spec.get("fanouts")),
         "batch_size": spec.batch_size,
         "network": spec.network,
+        "congestion": congestion_label(spec.network_spec),
         "seed": spec.seed,
         "workers": spec.workers,
         "epochs": len(epochs),

@@ -1,0 +1,79 @@
+"""Shared by the GreenDyGNN figures: the runs table with each run's method (the paper's
+names), clean/congested, and the energy columns (target-machine model, per epoch)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from commgnn.report.figures.plotting import CELL
+
+#: Runs of one workload share these (the network differs between clean and congested).
+WORKLOAD = [c for c in CELL if c != "network"] + ["partitioning"]
+#: The paper's methods, in its order; GreenDyGNN-static(W) variants sort after them.
+METHODS = ("DGL", "BGL", "RapidGNN", "GreenDyGNN-static", "GreenDyGNN-heuristic",
+           "GreenDyGNN")
+#: Energy columns of the runs table: the target-machine model (``energy/target.py``)
+#: per epoch, in joules, summed over the workers (the paper sums its four nodes).
+ENERGY = "energy_target_per_epoch_j"
+ENERGY_NOTE = "target-model J per epoch, all workers (target time = raw ÷ dilation)"
+
+
+def method(row: pd.Series) -> str:
+    """DGL (``default``), BGL, RapidGNN, GreenDyGNN-static (its window in ``window``),
+    GreenDyGNN-heuristic, GreenDyGNN (a learned controller); other systems by name."""
+    base = row["base_system"]
+    if base == "default":
+        return "DGL"
+    if base == "bgl":
+        return "BGL"
+    if base == "rapidgnn":
+        return "RapidGNN"
+    if base != "greendygnn":
+        return str(base)
+    controller = row.get("option_controller")
+    if controller == "static":
+        return "GreenDyGNN-static"
+    return "GreenDyGNN-heuristic" if controller == "heuristic" else "GreenDyGNN"
+
+
+def load_runs(inputs: list[Path]) -> pd.DataFrame:
+    """The runs tables with ``method``, ``window`` (static runs), ``congested``."""
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    if not (runs["base_system"] == "greendygnn").any():
+        raise ValueError("no greendygnn runs in the runs table: add greendygnn to the "
+                         "experiments")
+    runs["method"] = runs.apply(method, axis=1)
+    runs["window"] = runs.get("option_window")
+    runs["congested"] = runs["congestion"].fillna("none") != "none"
+    return runs
+
+
+def seed_spread(frame: pd.DataFrame, keys: list[str], column: str) -> pd.DataFrame:
+    """Mean, standard deviation and seed count of ``column`` per ``keys``."""
+    return frame.groupby(keys, dropna=False).agg(
+        mean=(column, "mean"), std=(column, "std"), seeds=("seed", "nunique")).reset_index()
+
+
+def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
+    """One row per run and epoch: the summary's identity columns, ``method``,
+    ``congested``, and the epoch's energies (measured and target model, cumulative)."""
+    rows = []
+    for directory in map(Path, run_dirs):
+        summary = json.loads((directory / "summary.json").read_text())
+        ident = {k: summary.get(k) for k in (*WORKLOAD, "network", "congestion", "seed",
+                                            "system", "base_system")}
+        ident["option_controller"] = summary.get("system_options", {}).get("controller")
+        ident["method"] = method(pd.Series(ident))
+        ident["congested"] = (summary.get("congestion") or "none") != "none"
+        for line in (directory / "epochs.jsonl").read_text().splitlines():
+            epoch = json.loads(line)
+            rows.append({**ident, "epoch": epoch["epoch"],
+                         "time_s": epoch["time_s"] / epoch["time_dilation"],
+                         "energy_target_j": epoch.get("energy_target_j"),
+                         "energy_target_cum_j": epoch.get("energy_target_cum_j"),
+                         "energy_cum_j": epoch.get("energy_cum_j"),
+                         "mean_window": epoch.get("mean_window")})
+    return pd.DataFrame(rows)
