@@ -43,12 +43,6 @@ def _run_dir(results: Path, row: pd.Series) -> Path:
             / f"{row['model']}_b{row['batch_size']}_{row['network']}_s{row['seed']}")
 
 
-def _label(row: pd.Series) -> str:
-    if row["method"] == "GreenDyGNN-static":
-        return f"GreenDyGNN-static({int(row['window'])})"
-    return str(row["method"])
-
-
 def epoch_table(results: Path, runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, run in runs.iterrows():
@@ -57,7 +51,7 @@ def epoch_table(results: Path, runs: pd.DataFrame) -> pd.DataFrame:
             f = e["time_dilation"]
             hits, misses = e["cache_hits"], e["cache_misses"]
             rows.append({
-                "label": _label(run), "method": run["method"], "network": run["network"],
+                "label": run["label"], "method": run["method"], "network": run["network"],
                 "seed": int(run["seed"]), "window": run["window"], "epoch": e["epoch"],
                 "time_s": e["time_s"] / f, "energy_j": e["energy_target_j"],
                 "gpu_j": e["energy_target_gpu_j"], "cpu_j": e["energy_target_cpu_j"],

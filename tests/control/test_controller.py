@@ -80,9 +80,10 @@ def test_state_vector_has_the_papers_23_floats_for_four_workers():
 
 def test_action_space_and_templates():
     assert len(actions([1, 2, 3])) == 32
-    assert WindowDecision(4).shares([1, 2, 3]) == pytest.approx({1: 1 / 3, 2: 1 / 3,
-                                                                  3: 1 / 3})
-    assert WindowDecision(4, 3).shares([1, 2, 3]) == pytest.approx({1: 0.2, 2: 0.2, 3: 0.6})
+    assert WindowDecision(4).reserved([1, 2, 3]) == {}
+    assert WindowDecision(4, 3).reserved([1, 2, 3]) == {3: 0.6}
+    with pytest.raises(ValueError, match="not a remote owner"):
+        WindowDecision(4, 0).reserved([1, 2, 3])
     with pytest.raises(ValueError, match="not one of"):
         WindowDecision(3)
     d = WindowDecision(32, 1, ((1, 2.5), (2, 1.0)))

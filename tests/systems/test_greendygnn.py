@@ -46,24 +46,21 @@ def test_a_windows_content_by_hand():
     batches = [np.array([10, 11, 20, 30, 31]), np.array([11, 21, 20, 30]),
                np.array([11, 12, 21, 32])]
     # counts: 11→3; 20, 21, 30→2; 10, 12, 31, 32→1
-    uniform = WindowDecision(4).shares([1, 2, 3])  # a third of K each
-    # owner 1: 11, then 10 (ties by id); owner 2: 20, 21; owner 3: 30, then 31
-    assert select_window_nodes(batches, owner, 6, uniform).tolist() == \
-        [10, 11, 20, 21, 30, 31]
-    # 60 % to owner 3: quotas 1, 1, 3
-    biased = WindowDecision(4, 3).shares([1, 2, 3])
-    assert select_window_nodes(batches, owner, 5, biased).tolist() == [11, 20, 30, 31, 32]
-    # capacity left after the quotas (7 - 2·3) goes to the best count × weight
-    assert select_window_nodes(batches, owner, 7, uniform).tolist() == \
-        [10, 11, 12, 20, 21, 30, 31]
-    assert select_window_nodes(batches, owner, 7, uniform, {3: 2.5}).tolist() == \
-        [10, 11, 20, 21, 30, 31, 32]
-    # an owner that cannot use its quota leaves it to the others
-    assert select_window_nodes([np.array([10, 20, 21, 22, 23])], owner, 4, uniform
-                               ).tolist() == [10, 20, 21, 22]
-    assert select_window_nodes(batches, owner, 100, uniform).tolist() == \
+    # uniform, no weights: the plain top 6 by count, ties by id
+    assert select_window_nodes(batches, owner, 6).tolist() == [10, 11, 12, 20, 21, 30]
+    # cost weights: owner 3's nodes count 2.5× (30 → 5, 31, 32 → 2.5), owner 2's 0.5×
+    assert select_window_nodes(batches, owner, 4, weights={2: 0.5, 3: 2.5}).tolist() == \
+        [11, 30, 31, 32]
+    # biased toward owner 2: 60 % of 5 = 3 reserved (it has two nodes: 20, 21), the rest
+    # by count: 11 (3), 30 (2), then 10 < 12 (1)
+    reserve = WindowDecision(4, 2).reserved([1, 2, 3])
+    assert select_window_nodes(batches, owner, 5, reserve).tolist() == [10, 11, 20, 21, 30]
+    # … and with a weight on owner 3 the leftover goes there first
+    assert select_window_nodes(batches, owner, 5, reserve, {3: 1.5}).tolist() == \
+        [11, 20, 21, 30, 31]
+    assert select_window_nodes(batches, owner, 100).tolist() == \
         [10, 11, 12, 20, 21, 30, 31, 32]
-    assert select_window_nodes(batches, owner, 0, uniform).size == 0
+    assert select_window_nodes(batches, owner, 0).size == 0
 
 
 def test_a_swap_never_serves_a_half_built_buffer():
@@ -78,8 +75,7 @@ def test_a_swap_never_serves_a_half_built_buffer():
                 progress.set()
             time.sleep(0.004)
         ids = torch.arange(50)
-        return WindowCache(index=1, start=0, decision=WindowDecision(2), ids=ids, rows=rows,
-                           slot=ids.clone())
+        return WindowCache(index=1, start=0, decision=WindowDecision(2), ids=ids, rows=rows)
 
     buffers.build_async(slow_build)
     assert progress.wait(5)  # the build is under way …
@@ -87,6 +83,7 @@ def test_a_swap_never_serves_a_half_built_buffer():
     assert not torch.isnan(served.rows).any()
     assert served.rows[:, 0].tolist() == [float(i) for i in range(50)]
     assert buffers.active is served and not buffers.building and buffers.waited_s > 0
+    assert served.slots(torch.tensor([3, 60, 49])).tolist() == [3, -1, 49]
     with pytest.raises(RuntimeError, match="no pending buffer"):
         buffers.swap()
 
@@ -105,12 +102,10 @@ def _replay(presampled: Path, owner: np.ndarray, worker: int, window: int, steps
     batches = [b for e in range(EPOCHS) for b in load_presampled(presampled, worker, e)]
     assert len(batches) == EPOCHS * steps
     remote = [b.remote_nodes for b in batches]
-    shares = WindowDecision(window).shares([o for o in np.unique(owner) if o != worker])
     caches, pulled = [], []
     previous: set[int] = set()
     for start in range(0, len(batches), window):
-        nodes = set(select_window_nodes(remote[start:start + window], owner, K, shares)
-                    .tolist())
+        nodes = set(select_window_nodes(remote[start:start + window], owner, K).tolist())
         pulled.append(len(nodes - previous))
         caches.append(nodes)
         previous = nodes

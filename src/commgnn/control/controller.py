@@ -60,18 +60,16 @@ class WindowDecision:
         if self.window not in WINDOWS:
             raise ValueError(f"window {self.window} is not one of {WINDOWS}")
 
-    def shares(self, remote_owners: Sequence[int]) -> dict[int, float]:
-        """Cache share per remote owner: uniform, or ``BIAS_SHARE`` to ``bias_owner`` and
-        the rest split evenly among the others."""
-        owners = list(remote_owners)
-        if not owners:
+    def reserved(self, remote_owners: Sequence[int]) -> dict[int, float]:
+        """Cache share set aside per owner: ``BIAS_SHARE`` for ``bias_owner`` under the
+        biased template, nothing under the uniform one (the rest of the cache always goes
+        to the window's top nodes by cost-weighted count)."""
+        if self.bias_owner is None:
             return {}
-        if self.bias_owner is None or len(owners) == 1:
-            return dict.fromkeys(owners, 1.0 / len(owners))
-        if self.bias_owner not in owners:
-            raise ValueError(f"bias owner {self.bias_owner} is not a remote owner {owners}")
-        rest = (1.0 - BIAS_SHARE) / (len(owners) - 1)
-        return {o: BIAS_SHARE if o == self.bias_owner else rest for o in owners}
+        if self.bias_owner not in remote_owners:
+            raise ValueError(f"bias owner {self.bias_owner} is not a remote owner "
+                             f"{list(remote_owners)}")
+        return {self.bias_owner: BIAS_SHARE}
 
     def weight_of(self) -> dict[int, float]:
         return dict(self.weights)

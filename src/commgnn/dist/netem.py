@@ -608,9 +608,10 @@ def network_from_spec(
                 matrix[d][s] = lk
         links = matrix
     cong_spec = spec.get("congestion")
-    congestion = congestion_from_spec(cong_spec, num_workers, num_epochs)
     wpn = int(spec.get("workers_per_node", 1))
     node_of = [w // wpn for w in range(num_workers)]
+    # schedules index machines, not workers
+    congestion = congestion_from_spec(cong_spec, node_of[-1] + 1, num_epochs)
     nic = NicClocks(node_of[-1] + 1, nic_path) if nic_path else None
     mode, factor = dilation_of(spec)
     return NetworkEmulator(

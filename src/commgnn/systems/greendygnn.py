@@ -7,11 +7,13 @@ step``) cut into *windows*: window ``k`` covers ``W_k`` steps starting where win
 most ``K = cache_rows`` remote feature rows, chosen from the presampled blocks (the ones
 ``rapidgnn`` reads, ``needs: presample``) of exactly the window's batches:
 
-- every remote input node of the window's batches is counted once per batch;
-- the allocation template gives each remote owner a share of ``K`` (uniform, or 60 % to
-  one owner and the rest split evenly); each owner's share is filled with its most
-  accessed nodes; capacity an owner cannot use goes to the remaining nodes ranked by
-  ``count × w_owner`` (the decision's per-owner cost weights); ties by node id;
+- every remote input node of the window's batches is counted once per batch, and its
+  count weighted by its owner's cost weight ``w_owner`` (the decision's; 1 without);
+- the top ``K`` by weighted count are cached (ties by node id) — under the *biased*
+  template, 60 % of ``K`` is first reserved for the designated owner's most accessed
+  nodes (as many as it has) and the rest filled by weighted count; the *uniform*
+  template reserves nothing (the paper's "uniform cache allocation instead of per-owner
+  cost weighting" is the uniform template with every weight 1: the window's plain top K);
 - rows already in the previous window's cache are copied from it, the others pulled with
   one bulk request per owner (:meth:`FeatureStore.fetch_remote`).
 
@@ -34,7 +36,14 @@ in the epoch whose resolver swapped it in (``extra_remote_*``).
 
 Resume: the checkpoint holds the active and the pending window's decisions, the
 estimator and the controller; the first epoch after a resume rebuilds those two buffers
-(their fill is counted again in that epoch).
+(the active one's fill is then counted a second time, in that epoch).
+
+Accounting: a window's build usually runs during the previous window, possibly in the
+previous epoch (or while that epoch evaluates); its rows, RPCs and CPU energy are counted
+(``extra_remote_*``, ``fill_rows``) in the epoch that swaps it in, while its link seconds
+and bytes (``network_fetch_*``, from the emulator) fall in the epoch in which they were
+sent. The neighbour-list traffic of sampling was paid by ``presample`` and is reported as
+``presample_sampling_*`` (as ``rapidgnn`` does), not in the steps' energy.
 """
 
 from __future__ import annotations
@@ -63,13 +72,15 @@ from commgnn.systems.base import PreparedBatch, System
 
 
 def select_window_nodes(remote_ids: list[np.ndarray], owner: np.ndarray, capacity: int,
-                        shares: dict[int, float], weights: dict[int, float] | None = None
-                        ) -> np.ndarray:
+                        reserved: dict[int, float] | None = None,
+                        weights: dict[int, float] | None = None) -> np.ndarray:
     """The cache content of one window: at most ``capacity`` node ids, sorted.
 
     ``remote_ids`` are the remote input nodes of each of the window's batches (each node
-    once per batch); ``shares`` the allocation template's share per remote owner;
-    ``weights`` the per-owner cost weights (default 1). See the module docstring.
+    once per batch); ``reserved`` the share of ``capacity`` set aside per owner for its
+    most accessed nodes (:meth:`WindowDecision.reserved`: the biased template's 60 %);
+    ``weights`` the per-owner cost weights (default 1) the rest is ranked by. See the
+    module docstring.
     """
     if capacity <= 0 or not remote_ids:
         return np.empty(0, dtype=np.int64)
@@ -78,12 +89,11 @@ def select_window_nodes(remote_ids: list[np.ndarray], owner: np.ndarray, capacit
         return ids
     owners = owner[ids]
     taken = np.zeros(ids.size, dtype=bool)
-    for o, share in sorted(shares.items()):
+    for o, share in sorted((reserved or {}).items()):
         pos = np.flatnonzero(owners == o)
         quota = math.floor(share * capacity + 1e-9)
         if pos.size and quota:
-            order = np.lexsort((ids[pos], -counts[pos]))[:quota]
-            taken[pos[order]] = True
+            taken[pos[np.lexsort((ids[pos], -counts[pos]))[:quota]]] = True
     left = capacity - int(taken.sum())
     if left > 0:
         rest = np.flatnonzero(~taken)
@@ -93,16 +103,24 @@ def select_window_nodes(remote_ids: list[np.ndarray], owner: np.ndarray, capacit
     return ids[taken]
 
 
+def lookup(ids: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    """Slot of each of ``nodes`` in the sorted ``ids`` (-1 where absent)."""
+    if ids.numel() == 0:
+        return torch.full_like(nodes, -1)
+    pos = torch.searchsorted(ids, nodes).clamp_(max=ids.numel() - 1)
+    return torch.where(ids[pos] == nodes, pos, torch.full_like(pos, -1))
+
+
 @dataclass
 class WindowCache:
-    """One window's buffer: the rows of ``ids`` (slot order) and its decision."""
+    """One window's buffer: the rows of ``ids`` (sorted; slot = position) and its
+    decision."""
 
     index: int
     start: int  # first global step
     decision: WindowDecision
     ids: torch.Tensor
     rows: torch.Tensor
-    slot: torch.Tensor  # (num_nodes,) slot of a node, -1 if not cached
     fill: FetchCounts = field(default_factory=FetchCounts)
     copied_rows: int = 0
     build_s: float = 0.0
@@ -110,6 +128,10 @@ class WindowCache:
     @property
     def end(self) -> int:
         return self.start + self.decision.window
+
+    def slots(self, nodes: torch.Tensor) -> torch.Tensor:
+        """Slot of each of ``nodes`` (-1 where not cached)."""
+        return lookup(self.ids, nodes)
 
     @property
     def nbytes(self) -> int:
@@ -162,6 +184,8 @@ class WindowBuffers:
         return self.active
 
     def close(self) -> None:
+        """Wait for a build under way (its result, or error, is dropped: nothing will
+        be served from it)."""
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -210,15 +234,17 @@ class GreenDyGNNSystem(System):
     }
     reductions = {"windows_built": "sum", "mean_window": "mean", "fill_rows": "sum",
                   "copied_rows": "sum", "rebuild_s": "sum", "swap_wait_s": "slowest",
-                  "delay_est_ms": "max", "biased_windows": "sum", "cache_bytes_max": "max"}
+                  "delay_est_ms": "max", "biased_windows": "sum", "cache_bytes_max": "max",
+                  "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum"}
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
         self.presample_dir = ctx.inputs["presample"]
         self.epochs = int(ctx.spec.get("epochs"))
-        check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
-                        batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
-                        epochs=self.epochs, steps=ctx.steps)
+        meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
+                               batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
+                               epochs=self.epochs, steps=ctx.steps)
+        self.presample_stats = meta["workers"][str(ctx.rank)]
         self.steps = ctx.steps
         self.total_steps = self.steps * self.epochs
         self.capacity = int(self.options["cache_rows"])
@@ -269,24 +295,22 @@ class GreenDyGNNSystem(System):
         ctx = self.ctx
         store = ctx.store
         nodes = select_window_nodes(self._window_batches(start, decision.window), self.owner,
-                                    self.capacity, decision.shares(self.remote_owners),
+                                    self.capacity, decision.reserved(self.remote_owners),
                                     decision.weight_of())
         ids = torch.from_numpy(nodes)
         rows = torch.empty((ids.numel(), store.feature_dim), dtype=store.local_features.dtype,
                            device=ctx.device)
         missing = torch.ones(ids.numel(), dtype=torch.bool)
         if previous is not None and ids.numel():
-            old_slot = previous.slot[ids]
+            old_slot = previous.slots(ids)
             missing = old_slot < 0
             kept = torch.nonzero(~missing).flatten()
             rows[kept] = previous.rows[old_slot[kept].to(previous.rows.device)]
         pull = torch.nonzero(missing).flatten()
         pulled, fill = store.fetch_remote(ids[pull])
         rows[pull] = pulled.to(ctx.device)
-        slot = torch.full((len(self.owner),), -1, dtype=torch.int64)
-        slot[ids] = torch.arange(ids.numel(), dtype=torch.int64)
         return WindowCache(index=index, start=start, decision=decision, ids=ids, rows=rows,
-                           slot=slot, fill=fill, copied_rows=int(ids.numel() - pull.numel()),
+                           fill=fill, copied_rows=int(ids.numel() - pull.numel()),
                            build_s=time.perf_counter() - t0)
 
     def _start_build(self, index: int, start: int, decision: WindowDecision) -> None:
@@ -383,7 +407,7 @@ class GreenDyGNNSystem(System):
         features[local_pos] = store.local_features.index_select(
             0, store.local_id[nodes[local_pos]]).to(ctx.device)
         remote_pos = torch.nonzero(~local).flatten()
-        slots = cache.slot[nodes[remote_pos]]
+        slots = cache.slots(nodes[remote_pos])
         hit = slots >= 0
         features[remote_pos[hit]] = cache.rows[slots[hit].to(cache.rows.device)]
         miss_pos = remote_pos[~hit]
@@ -468,6 +492,8 @@ class GreenDyGNNSystem(System):
             "delay_est_ms": self.estimator.estimate().delay_s * 1e3,
             "biased_windows": stats["biased_windows"],
             "cache_bytes_max": self.max_cache_bytes,
+            "presample_sampling_rpcs": self.presample_stats["sampling_rpcs"][epoch],
+            "presample_sampling_bytes": self.presample_stats["sampling_bytes"][epoch],
             "extra_remote_rpcs": fill.remote_rpcs,
             "extra_remote_rows": fill.remote_rows,
             "extra_remote_bytes": fill.remote_bytes,

@@ -20,6 +20,7 @@ from statistics import mean
 import pandas as pd
 import torch
 
+from commgnn.dist.congestion import congestion_from_spec
 from commgnn.dist.netem import ALLREDUCE, FETCH, MIGRATION, SAMPLING, SHUFFLE
 from commgnn.energy.target import TargetPowerModel
 from commgnn.systems.base import System, reduce_values
@@ -67,13 +68,19 @@ def target_model(spec: RunSpec) -> TargetPowerModel:
     return TargetPowerModel.from_config(spec.training.get("energy_model"))
 
 
-def congestion_label(network_spec) -> str:
-    """The network's congestion schedule in a word: ``none``, its kind, or
+def congestion_label(network_spec, workers: int, epochs: int) -> str:
+    """The network's congestion schedule in a word: ``none`` (also for a schedule that
+    delays nothing in the run's epochs, e.g. the ``clean`` scenario), its kind, or
     ``scenario:<name>`` (figures tell clean runs from congested ones by it)."""
     spec = network_spec.get("congestion") if isinstance(network_spec, dict) else None
     if not spec or spec.get("kind", "none") == "none":
         return "none"
     kind = spec["kind"]
+    if kind != "time":
+        machines = workers // int(network_spec.get("workers_per_node", 1))
+        table = congestion_from_spec(spec, machines, epochs).epoch_table_ms(epochs)
+        if not any(table):
+            return "none"
     return f"scenario:{spec['name']}" if kind == "scenario" else str(kind)
 
 
@@ -167,7 +174,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "layers": len(spec.get("fanouts")),
         "batch_size": spec.batch_size,
         "network": spec.network,
-        "congestion": congestion_label(spec.network_spec),
+        "congestion": congestion_label(spec.network_spec, spec.workers, spec.get("epochs")),
         "seed": spec.seed,
         "workers": spec.workers,
         "epochs": len(epochs),

@@ -29,7 +29,9 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     data["optimal"] = False
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for key, curve in data.groupby([*WORKLOAD, "network"], dropna=False):
-        curve = curve.sort_values("window")
+        curve = curve.dropna(subset=["mean"]).sort_values("window")
+        if curve.empty:  # e.g. runs recorded before the energy model
+            continue
         best = curve["mean"].idxmin()
         data.loc[best, "optimal"] = True
         label = f"{key[0]} b{key[4]} {key[-1]}"

@@ -21,15 +21,12 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs["gpu_j"] = per_epoch(runs, "energy_target_gpu_j")
     runs["cpu_j"] = per_epoch(runs, "energy_target_cpu_j")
     runs["total_j"] = runs["gpu_j"] + runs["cpu_j"]
-    runs["label"] = runs["method"].where(runs["method"] != "GreenDyGNN-static",
-                                         "GreenDyGNN-static(W=" +
-                                         runs["window"].astype("Int64").astype(str) + ")")
     data = runs.groupby([*WORKLOAD, "network", "method", "label"], dropna=False).agg(
         gpu_j=("gpu_j", "mean"), cpu_j=("cpu_j", "mean"), total_j=("total_j", "mean"),
         total_std_j=("total_j", "std"), seeds=("seed", "nunique")).reset_index()
     data["order"] = data["method"].map({m: i for i, m in enumerate(METHODS)})
     data = data.sort_values(["order", "label"])
-    cell = data["dataset"] + " b" + data["batch_size"].astype(str)
+    cell = data["dataset"] + " b" + data["batch_size"].astype(str) + " " + data["network"]
     bars = data.assign(cell=cell).pivot_table(index="cell", columns="label",
                                               values="total_j", sort=False)
     save_bars(bars, out_png, "Energy under congestion", ENERGY_NOTE)

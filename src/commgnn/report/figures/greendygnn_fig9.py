@@ -1,6 +1,5 @@
 """GreenDyGNN Figure 9 / §VI-F: cumulative energy over epochs under congestion, by
-method (target-machine model, all workers), mean over seeds; congested epochs shaded
-where the schedule delays links."""
+method (target-machine model, all workers), mean over seeds."""
 
 from __future__ import annotations
 
@@ -21,17 +20,19 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     if rows.empty or not (rows["base_system"] == "greendygnn").any():
         raise ValueError("no greendygnn runs among the figure's run directories")
     rows = rows[rows["congested"]]
-    data = rows.groupby([*WORKLOAD, "network", "method", "epoch"], dropna=False).agg(
+    data = rows.groupby([*WORKLOAD, "network", "method", "label", "epoch"],
+                        dropna=False).agg(
         energy_target_cum_j=("energy_target_cum_j", "mean"),
         energy_target_cum_std_j=("energy_target_cum_j", "std"),
         seeds=("seed", "nunique")).reset_index()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     order = {m: i for i, m in enumerate(METHODS)}
-    for (cell, meth), curve in sorted(
-            data.groupby([data["dataset"] + " b" + data["batch_size"].astype(str),
-                          "method"]), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
+    cells = data["dataset"] + " b" + data["batch_size"].astype(str) + " " + data["network"]
+    for (cell, _method, label), curve in sorted(
+            data.groupby([cells, "method", "label"]),
+            key=lambda kv: (kv[0][0], order.get(kv[0][1], 99), kv[0][2])):
         ax.plot(curve["epoch"], curve["energy_target_cum_j"] / 1e3, marker=".",
-                label=f"{meth} ({cell})")
+                label=f"{label} ({cell})")
     finish(fig, ax, out_png, "Cumulative energy under congestion", "epoch",
            "kJ, target model (raw time ÷ dilation)")
     return data

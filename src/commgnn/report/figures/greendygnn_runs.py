@@ -39,16 +39,33 @@ def method(row: pd.Series) -> str:
     return "GreenDyGNN-heuristic" if controller == "heuristic" else "GreenDyGNN"
 
 
+def label_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add ``label``: the method, with its window for GreenDyGNN-static, and the config's
+    variant name where two variants would share a label (e.g. ``default`` and a
+    ``dgl-global`` variant are both DGL)."""
+    label = frame["method"].copy()
+    static = frame["method"] == "GreenDyGNN-static"
+    label[static] = ("GreenDyGNN-static(" + frame.loc[static, "window"].astype("Int64")
+                     .astype(str) + ")")
+    frame = frame.assign(label=label)
+    shared = frame.groupby("label")["system"].transform("nunique") > 1
+    frame.loc[shared, "label"] = frame.loc[shared, "label"] + " [" + \
+        frame.loc[shared, "system"] + "]"
+    return frame
+
+
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
-    """The runs tables with ``method``, ``window`` (static runs), ``congested``."""
+    """The runs tables with ``method``, ``window`` (static runs), ``label``,
+    ``congested``. Runs of one configuration variant share ``system`` (its config name)
+    across networks: the key that pairs a congested run with its clean one."""
     runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
     if not (runs["base_system"] == "greendygnn").any():
         raise ValueError("no greendygnn runs in the runs table: add greendygnn to the "
                          "experiments")
     runs["method"] = runs.apply(method, axis=1)
-    runs["window"] = runs.get("option_window")
+    runs["window"] = runs["option_window"] if "option_window" in runs else float("nan")
     runs["congested"] = runs["congestion"].fillna("none") != "none"
-    return runs
+    return label_runs(runs)
 
 
 def seed_spread(frame: pd.DataFrame, keys: list[str], column: str) -> pd.DataFrame:
@@ -65,7 +82,9 @@ def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
         summary = json.loads((directory / "summary.json").read_text())
         ident = {k: summary.get(k) for k in (*WORKLOAD, "network", "congestion", "seed",
                                             "system", "base_system")}
-        ident["option_controller"] = summary.get("system_options", {}).get("controller")
+        options = summary.get("system_options", {})
+        ident["option_controller"] = options.get("controller")
+        ident["window"] = options.get("window", float("nan"))
         ident["method"] = method(pd.Series(ident))
         ident["congested"] = (summary.get("congestion") or "none") != "none"
         for line in (directory / "epochs.jsonl").read_text().splitlines():
@@ -76,4 +95,4 @@ def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
                          "energy_target_cum_j": epoch.get("energy_target_cum_j"),
                          "energy_cum_j": epoch.get("energy_cum_j"),
                          "mean_window": epoch.get("mean_window")})
-    return pd.DataFrame(rows)
+    return label_runs(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)

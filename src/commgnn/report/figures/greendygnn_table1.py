@@ -21,20 +21,18 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     for part in ("gpu", "cpu"):
         runs[f"{part}_kj"] = runs[f"energy_target_{part}_j"] / runs["epochs"] / 1e3
     runs["total_kj"] = runs["gpu_kj"] + runs["cpu_kj"]
-    keys = [*WORKLOAD, "network", "method", "window"]
+    keys = [*WORKLOAD, "network", "method", "label"]
     data = runs.groupby(keys, dropna=False).agg(
         gpu_kj=("gpu_kj", "mean"), cpu_kj=("cpu_kj", "mean"), total_kj=("total_kj", "mean"),
         total_std_kj=("total_kj", "std"), epoch_time_s=("mean_epoch_time_s", "mean"),
         epoch_time_std_s=("mean_epoch_time_s", "std"), seeds=("seed", "nunique"),
     ).reset_index()
     data["order"] = data["method"].map({m: i for i, m in enumerate(METHODS)})
-    data = data.sort_values(["dataset", "batch_size", "order", "window"]).drop(
+    data = data.sort_values(["dataset", "batch_size", "network", "order", "label"]).drop(
         columns="order")
     shown = pd.DataFrame({
         "dataset": data["dataset"], "B": data["batch_size"],
-        "method": data["method"] + data["window"].map(
-            lambda w: "" if pd.isna(w) else f"({int(w)})").where(
-            data["method"] == "GreenDyGNN-static", ""),
+        "network": data["network"], "method": data["label"],
         "GPU kJ": data["gpu_kj"].map("{:.3f}".format),
         "CPU kJ": data["cpu_kj"].map("{:.3f}".format),
         "total kJ": [f"{m:.3f} ± {0 if pd.isna(s) else s:.3f}"
@@ -43,11 +41,15 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                     for m, s in zip(data["epoch_time_s"], data["epoch_time_std_s"],
                                     strict=True)],
         "seeds": data["seeds"]})
-    fig, ax = plt.subplots(figsize=(9, 0.4 + 0.3 * max(1, len(shown))))
+    fig, ax = plt.subplots(figsize=(10, 0.4 + 0.3 * max(1, len(shown))))
     ax.axis("off")
-    table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
-    table.auto_set_font_size(False)
-    table.set_fontsize(7)
+    if shown.empty:
+        ax.text(0.5, 0.5, "no congested runs", ha="center", va="center",
+                transform=ax.transAxes)
+    else:
+        table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
+        table.auto_set_font_size(False)
+        table.set_fontsize(7)
     ax.set_title("Energy per epoch (target model) and epoch time (target s) under "
                  "congestion", fontsize=8)
     fig.tight_layout()
