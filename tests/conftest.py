@@ -10,6 +10,7 @@ import pytest
 from commgnn.data.store import write_dataset
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.partition import partition_graph, write_partition
+from commgnn.sampling.presample import presample
 from commgnn.train.loop import RunPaths, run
 from commgnn.train.spec import RunSpec
 
@@ -57,6 +58,21 @@ def tiny_spec(system: str = "default", epochs: int = 2, network: str | dict = "n
 @pytest.fixture(scope="session")
 def make_spec():
     return tiny_spec
+
+
+#: Epochs of :func:`tiny_presampled` (and of the runs that read it).
+TINY_PRESAMPLE_EPOCHS = 3
+
+
+@pytest.fixture(scope="session")
+def tiny_presampled(tiny_inputs, tmp_path_factory) -> Path:
+    """The tiny inputs presampled for :func:`tiny_spec`'s fan-outs, batch and seed, for
+    :data:`TINY_PRESAMPLE_EPOCHS` epochs (RapidGNN's and GreenDyGNN's blocks)."""
+    spec = tiny_spec(epochs=TINY_PRESAMPLE_EPOCHS)
+    out = tmp_path_factory.mktemp("presample") / "blocks"
+    presample(*tiny_inputs, out, fanouts=spec.get("fanouts"), batch_size=spec.batch_size,
+              base_seed=spec.seed, epochs=TINY_PRESAMPLE_EPOCHS)
+    return out
 
 
 def run_tiny(tmp: Path, inputs: tuple[Path, Path], spec: RunSpec, name: str = "run",

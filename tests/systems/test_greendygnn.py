@@ -14,7 +14,7 @@ import torch
 
 from commgnn.control.controller import WindowDecision
 from commgnn.partition import load_partition
-from commgnn.sampling.presample import load_presampled, presample
+from commgnn.sampling.presample import load_presampled
 from commgnn.systems.greendygnn import WindowBuffers, WindowCache, select_window_nodes
 
 pytestmark = pytest.mark.timeout(300)
@@ -23,12 +23,8 @@ K = 40
 
 
 @pytest.fixture(scope="module")
-def presampled(tiny_inputs, tmp_path_factory, make_spec) -> Path:
-    spec = make_spec(epochs=EPOCHS)
-    out = tmp_path_factory.mktemp("presample") / "blocks"
-    presample(*tiny_inputs, out, fanouts=spec.get("fanouts"), batch_size=spec.batch_size,
-              base_seed=spec.seed, epochs=EPOCHS)
-    return out
+def presampled(tiny_presampled) -> Path:
+    return tiny_presampled
 
 
 def _spec(make_spec, epochs=EPOCHS, network="none", **options):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from commgnn.partition import load_partition
-from commgnn.sampling.presample import frequencies, load_presampled, presample
+from commgnn.sampling.presample import frequencies, load_presampled
 from commgnn.systems.rapidgnn import hot_nodes
 
 pytestmark = pytest.mark.timeout(300)
@@ -18,12 +18,8 @@ N_HOT = 60
 
 
 @pytest.fixture(scope="module")
-def presampled(tiny_inputs, tmp_path_factory, make_spec) -> Path:
-    spec = make_spec(epochs=EPOCHS)
-    out = tmp_path_factory.mktemp("presample") / "blocks"
-    presample(*tiny_inputs, out, fanouts=spec.get("fanouts"), batch_size=spec.batch_size,
-              base_seed=spec.seed, epochs=EPOCHS)
-    return out
+def presampled(tiny_presampled) -> Path:
+    return tiny_presampled
 
 
 @pytest.fixture(scope="module")

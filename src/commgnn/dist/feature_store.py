@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -163,6 +164,31 @@ class FeatureStore:
         out[remote_pos] = rows
         counts.local_rows = int(local.sum())
         return out, counts
+
+    def fetch_cached(self, nodes: torch.Tensor, local: torch.Tensor,
+                     slots_of: Callable[[torch.Tensor], torch.Tensor],
+                     cached_rows: torch.Tensor, device: torch.device
+                     ) -> tuple[torch.Tensor, FetchCounts, int, int]:
+        """Rows of ``nodes`` on ``device``, cache first: ``local`` (a bool mask) rows read
+        here, remote rows from ``cached_rows[slots_of(remote nodes)]`` where the slot is
+        not -1, the misses pulled (:meth:`fetch_remote`, one request per owner).
+
+        Returns the rows, the counts of the pull (``local_rows`` set), and the numbers of
+        cache hits and misses."""
+        features = torch.empty((nodes.numel(), self.feature_dim), dtype=cached_rows.dtype,
+                               device=device)
+        local_pos = torch.nonzero(local).flatten()
+        features[local_pos] = self.local_features.index_select(
+            0, self.local_id[nodes[local_pos]]).to(device)
+        remote_pos = torch.nonzero(~local).flatten()
+        slots = slots_of(nodes[remote_pos])
+        hit = slots >= 0
+        features[remote_pos[hit]] = cached_rows[slots[hit].to(cached_rows.device)]
+        miss_pos = remote_pos[~hit]
+        rows, counts = self.fetch_remote(nodes[miss_pos])
+        features[miss_pos] = rows.to(device)
+        counts.local_rows = int(local_pos.numel())
+        return features, counts, int(hit.sum()), int(miss_pos.numel())
 
     def local_part(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Rows for ``nodes`` with the locally held ones filled in, and the local mask

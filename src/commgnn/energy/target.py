@@ -22,6 +22,12 @@ RPCs carrying ``B`` payload bytes::
 - ``(gpu_busy_w − gpu_idle_w) · T_busy``: the extra draw while it computes. The training
   loop takes ``T_busy = max(0, compute_s − sync_s) / f``: the step's forward/backward/
   optimiser time minus the time it waited for the all-reduce on the emulated links.
+  **Known over-count:** the real collective also blocks a worker until the slowest one
+  arrives (e.g. the one fetching from a congested machine), and that wait is counted
+  busy here although the GPU idles. It is largest for pipelined systems whose trainers
+  reach the all-reduce early; ``benchmarks/collect_greendygnn.py``
+  (``straggler_excess_j``) removes it after the fact from the step records (busy = the
+  smallest compute-minus-sync over the step's workers).
 - ``cpu_idle_w · T``: the CPU package's idle floor.
 - The last term: the linear utilisation–power model's active part (as in
   :mod:`~commgnn.energy.modelled`), ``(P_max − P_idle)`` spread over ``cpu_cores`` cores,

@@ -401,26 +401,15 @@ class GreenDyGNNSystem(System):
         cache = self.buffers.active
         nodes = presampled.batch.input_nodes
         local = torch.from_numpy(presampled.local_mask)
-        features = torch.empty((nodes.numel(), store.feature_dim), dtype=cache.rows.dtype,
-                               device=ctx.device)
-        local_pos = torch.nonzero(local).flatten()
-        features[local_pos] = store.local_features.index_select(
-            0, store.local_id[nodes[local_pos]]).to(ctx.device)
-        remote_pos = torch.nonzero(~local).flatten()
-        slots = cache.slots(nodes[remote_pos])
-        hit = slots >= 0
-        features[remote_pos[hit]] = cache.rows[slots[hit].to(cache.rows.device)]
-        miss_pos = remote_pos[~hit]
-        rows, counts = store.fetch_remote(nodes[miss_pos])
-        features[miss_pos] = rows.to(ctx.device)
-        counts.local_rows = int(local_pos.numel())
-        self._observe_fetch(epoch, nodes[remote_pos], hit, counts)
+        features, counts, hits, misses = store.fetch_cached(nodes, local, cache.slots,
+                                                            cache.rows, ctx.device)
+        self._observe_fetch(epoch, nodes[~local], cache.slots(nodes[~local]) >= 0, counts)
         estimate = self.estimator.estimate()
         batch = presampled.batch
         return PreparedBatch(
             step=presampled.step, batch=batch.to(ctx.device), features=features,
-            labels=ctx.labels_of(batch.seeds), counts=counts, cache_hits=int(hit.sum()),
-            cache_misses=int(miss_pos.numel()),
+            labels=ctx.labels_of(batch.seeds), counts=counts, cache_hits=hits,
+            cache_misses=misses,
             extra={"window": cache.decision.window, "window_index": cache.index,
                    "bias_owner": -1 if cache.decision.bias_owner is None
                    else cache.decision.bias_owner,

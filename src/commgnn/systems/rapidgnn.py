@@ -159,27 +159,13 @@ class RapidGNNSystem(System):
     def _assemble(self, presampled: PresampledBatch, cache: SteadyCache) -> PreparedBatch:
         """Cache-first features of a presampled batch; misses pulled, one RPC per owner."""
         ctx = self.ctx
-        store = ctx.store
-        nodes = presampled.batch.input_nodes
-        local = torch.from_numpy(presampled.local_mask)
-        features = torch.empty((nodes.numel(), self.feature_dim), dtype=cache.rows.dtype,
-                               device=ctx.device)
-        local_pos = torch.nonzero(local).flatten()
-        features[local_pos] = store.local_features.index_select(
-            0, store.local_id[nodes[local_pos]]).to(ctx.device)
-        remote_pos = torch.nonzero(~local).flatten()
-        slots = cache.slot[nodes[remote_pos]]
-        hit = slots >= 0
-        features[remote_pos[hit]] = cache.rows[slots[hit].to(cache.rows.device)]
-        miss_pos = remote_pos[~hit]
-        rows, counts = store.fetch_remote(nodes[miss_pos])
-        features[miss_pos] = rows.to(ctx.device)
-        counts.local_rows = int(local_pos.numel())
+        features, counts, hits, misses = ctx.store.fetch_cached(
+            presampled.batch.input_nodes, torch.from_numpy(presampled.local_mask),
+            lambda nodes: cache.slot[nodes], cache.rows, ctx.device)
         batch = presampled.batch
         return PreparedBatch(step=presampled.step, batch=batch.to(ctx.device),
                              features=features, labels=ctx.labels_of(batch.seeds),
-                             counts=counts, cache_hits=int(hit.sum()),
-                             cache_misses=int(miss_pos.numel()),
+                             counts=counts, cache_hits=hits, cache_misses=misses,
                              extra={"prefetch_fallback": 0, "cache_epoch": cache.epoch})
 
     def _fallback(self, step: int) -> PreparedBatch:

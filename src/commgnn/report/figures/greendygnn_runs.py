@@ -18,7 +18,7 @@ METHODS = ("DGL", "BGL", "RapidGNN", "GreenDyGNN-static", "GreenDyGNN-heuristic"
 #: Energy columns of the runs table: the target-machine model (``energy/target.py``)
 #: per epoch, in joules, summed over the workers (the paper sums its four nodes).
 ENERGY = "energy_target_per_epoch_j"
-ENERGY_NOTE = "target-model J per epoch, all workers (target time = raw ÷ dilation)"
+ENERGY_NOTE = "J/epoch, target model, all workers"
 
 
 def method(row: pd.Series) -> str:
