@@ -30,6 +30,7 @@ wildcard_constraints:
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/presample.smk"
+include: "workflow/rules/control.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/figures.smk"
@@ -42,4 +43,5 @@ rule all:
         all_runs(),
         f"{RESULTS}/tables/runs.csv" if RUNS else [],
         figure_targets(),
+        control_targets(),
     default_target: True

@@ -30,7 +30,15 @@ TINY = {
                 "greendygnn": {"window": 2, "cache_rows": 100},
                 "greendygnn-heuristic": {"system": "greendygnn", "controller": "heuristic",
                                          "window": 2, "cache_rows": 100, "warmup_epochs": 1},
+                "greendygnn-dqn": {"system": "greendygnn", "controller": "dqn", "window": 2,
+                                   "cache_rows": 100, "warmup_epochs": 1},
                 "bgl": {"cache_rows": 100}},
+    # calibrate -> validate_simulator, train_policy -> the dqn run, on a small grid
+    "control": {"calibration": {"windows": [2, 8], "rpc_rows": [10, 200],
+                                "rpc_delays_ms": [0, 5], "rpc_repeats": 1},
+                "validation": {"windows": [4], "delays_ms": [5]},
+                "policy": {"episodes": 20, "episode_epochs": 3, "hidden": [16],
+                           "warmup": 20, "eval_profiles": 1}},
     # GreenDyGNN's single-link congestion preset on node 1, from the first epoch
     "networks": {"10gbe-single": {"preset": "10gbe", "congestion": {
         "kind": "scenario", "name": "single-link", "delay_ms": 5, "onset_epoch": 0,
@@ -39,7 +47,7 @@ TINY = {
                                  "hopgnn", "hopgnn-naive"],
                      "datasets": ["tiny"], "partitionings": ["metis2"], "batch_sizes": [256],
                      "networks": ["10gbe"]},
-                    {"systems": ["greendygnn", "greendygnn-heuristic", "bgl"],
+                    {"systems": ["greendygnn", "greendygnn-heuristic", "greendygnn-dqn", "bgl"],
                      "datasets": ["tiny"], "partitionings": ["metis2"],
                      "batch_sizes": [256], "networks": ["10gbe-single"]},
                     {"systems": ["greendygnn"], "datasets": ["tiny"],
@@ -79,7 +87,8 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert len(table) == 2 + 3
     runs = pd.read_csv(out / "tables" / "runs.csv")
     assert sorted(runs["system"]) == ["bgl", "default", "dgl-global", "grappa", "grappa-uw",
-                                      "greendygnn", "greendygnn", "greendygnn-heuristic",
+                                      "greendygnn", "greendygnn", "greendygnn-dqn",
+                                      "greendygnn-heuristic",
                                       "hopgnn", "hopgnn-naive", "oracle", "rapidgnn",
                                       "rapidgnn-h200"]
     by_system = runs.set_index("system")
@@ -127,6 +136,16 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     table = pd.read_csv(out / "figures" / "greendygnn_table1.csv")
     assert {"BGL", "GreenDyGNN-static", "GreenDyGNN-heuristic"} <= set(table["method"])
     for name in ("greendygnn_fig2", "greendygnn_fig4", "greendygnn_fig9"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 0
+    # GreenDyGNN part 2: calibrate -> train_policy -> the dqn run reads the policy
+    control = out / "control" / "tiny" / "metis2" / "sage_b256_10gbe-single"
+    for part, name in (("calibration", "calibration.json"), ("policy", "policy.pt"),
+                       ("policy", "training.json"), ("validation", "validation.json")):
+        assert (control / part / name).is_file()
+    assert runs.loc[("greendygnn-dqn", "10gbe-single"), "policy_fallback"] == 0
+    fig8 = pd.read_csv(out / "figures" / "greendygnn_fig8.csv")
+    assert list(fig8["window"]) == [4] and list(fig8["delay_ms"]) == [5]
+    for name in ("greendygnn_fig7", "greendygnn_policy", "greendygnn_table2"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
     for system in ("default", "oracle"):
         run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"

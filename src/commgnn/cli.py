@@ -119,6 +119,58 @@ def cmd_presample(args: argparse.Namespace) -> None:
              args.epochs, meta["steps_per_epoch"], args.out)
 
 
+def _run_template(text: str):
+    from commgnn.train.spec import RunSpec
+
+    try:
+        return RunSpec.from_json(text)
+    except (ValueError, TypeError) as exc:
+        raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+
+
+def cmd_calibrate(args: argparse.Namespace) -> None:
+    from commgnn.control.calibrate import calibrate
+    from commgnn.files import atomic_directory
+
+    template = _run_template(args.spec)
+    settings = _spec(args.settings, "control_calibration", "control.calibration")
+    paths = {"dataset": str(args.dataset), "partition": str(args.partition),
+             "presample": str(args.presample)}
+    with atomic_directory(args.out) as tmp:
+        result = calibrate(template, paths, tmp, settings)
+    fit = result["rpc"]["fit"]
+    log.info("calibrated %s: alpha %.3g ms, beta %.3g s/B, gamma %.3g s/B/ms", args.out,
+             fit["alpha_s"] * 1e3, fit["beta_s_per_byte"], fit["gamma_s_per_byte_ms"])
+
+
+def cmd_validate_simulator(args: argparse.Namespace) -> None:
+    from commgnn.control.calibrate import validate
+    from commgnn.control.costmodel import read_calibration
+    from commgnn.files import atomic_directory
+
+    template = _run_template(args.spec)
+    settings = _spec(args.settings, "control_validation", "control.validation")
+    calibration = read_calibration(args.calibration / "calibration.json")
+    paths = {"dataset": str(args.dataset), "partition": str(args.partition),
+             "presample": str(args.presample)}
+    with atomic_directory(args.out) as tmp:
+        result = validate(template, paths, calibration, tmp, settings)
+    log.info("simulator error: mean %.1f%%, max %.1f%%", 100 * result["mean_error"],
+             100 * result["max_error"])
+
+
+def cmd_train_policy(args: argparse.Namespace) -> None:
+    from commgnn.control.costmodel import read_calibration
+    from commgnn.control.policy import train_policy
+    from commgnn.files import atomic_directory
+
+    settings = _spec(args.settings, "control_policy", "control.policy")
+    calibration = read_calibration(args.calibration / "calibration.json")
+    with atomic_directory(args.out) as tmp:
+        record = train_policy(calibration, tmp, settings)
+    log.info("policy trained: %d episodes in %.1f s", record["episodes"], record["seconds"])
+
+
 def cmd_figure(args: argparse.Namespace) -> None:
     import importlib
 
@@ -196,6 +248,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", required=True, type=int)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=cmd_presample)
+
+    control = {"calibrate": ("GreenDyGNN calibration: RPC grid, hit tables, clean runs",
+                             cmd_calibrate),
+               "validate-simulator": ("held-out runs vs the simulator (Figure 8)",
+                                      cmd_validate_simulator)}
+    for name, (text, func) in control.items():
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--spec", required=True,
+                       help="a greendygnn run spec as JSON: workload, network, options")
+        p.add_argument("--settings", default="{}", help="the control.<section> entry as JSON")
+        p.add_argument("--dataset", required=True, type=Path)
+        p.add_argument("--partition", required=True, type=Path)
+        p.add_argument("--presample", required=True, type=Path)
+        if name == "validate-simulator":
+            p.add_argument("--calibration", required=True, type=Path,
+                           help="a calibrate output directory")
+        p.add_argument("--out", required=True, type=Path)
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("train-policy", help="train the Double-DQN window policy in the "
+                                            "calibrated simulator")
+    p.add_argument("--calibration", required=True, type=Path,
+                   help="a calibrate output directory")
+    p.add_argument("--settings", default="{}", help="the control.policy entry as JSON")
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(func=cmd_train_policy)
 
     p = sub.add_parser("partition-table", help="gather partition stats into one CSV table")
     p.add_argument("--out", required=True, type=Path)

@@ -68,13 +68,14 @@ PIPELINE_INPUT_PATHS = {
     "presample": lambda s: (
         f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
     ),
+    "policy": lambda s: f"{RESULTS}/control/{control_key(s)}/policy",
 }
 
 
 def system_inputs(spec):
     """The pipeline inputs a run's system declares (`System.needs`), name -> path."""
     return {need: PIPELINE_INPUT_PATHS[need](spec)
-            for need in get_system(spec.base_system).needs}
+            for need in get_system(spec.base_system).wants(spec.system_options)}
 
 
 def train_inputs(w):
@@ -118,5 +119,60 @@ def system_figure_inputs(w):
     paths = {"runs": [f"{RESULTS}/tables/runs.csv"],
              "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
              "partitions": all_partitions(),
-             "run_dirs": all_runs()}
+             "run_dirs": all_runs(),
+             "control": control_targets()}
     return [path for kind in SYSTEM_FIGURES[w.name] for path in paths[kind]]
+
+
+# GreenDyGNN's control plane (workflow/rules/control.smk): one calibration, validation and
+# policy per workload (dataset x partitioning x model x batch size x network) that a run
+# with `controller: dqn` and no policy file of its own needs.
+CONTROL = config.get("control", {})
+
+
+def _calibration_network(spec):
+    """The network the run's workload is calibrated on: `control.network` (one calibration
+    for runs under several congestion schedules of one network), else the run's own
+    (calibration strips its congestion)."""
+    name = CONTROL.get("network", spec.network)
+    for other in RUNS.values():
+        if other.network == name:
+            return name, other.network_spec
+    raise ValueError(f"control.network: no run of the experiment matrix uses network {name!r}")
+
+
+def control_key(spec):
+    return (f"{spec.dataset}/{spec.partitioning}/{spec.model}_b{spec.batch_size}_"
+            f"{_calibration_network(spec)[0]}")
+
+
+def _control_template(spec):
+    import dataclasses
+
+    name, network_spec = _calibration_network(spec)
+    return dataclasses.replace(spec, seed=CONTROL.get("seed", spec.seed), network=name,
+                               network_spec=network_spec)
+
+
+CONTROL_TEMPLATES = {}
+for _spec in RUNS.values():
+    if "policy" in get_system(_spec.base_system).wants(_spec.system_options):
+        CONTROL_TEMPLATES.setdefault(control_key(_spec), _control_template(_spec))
+
+
+def control_template(w):
+    return CONTROL_TEMPLATES[f"{w.dataset}/{w.partitioning}/{w.model}_b{w.batch}_{w.network}"]
+
+
+def control_inputs(w):
+    spec = control_template(w)
+    return {"dataset": f"{RESULTS}/datasets/{spec.dataset}",
+            "partition": f"{RESULTS}/partitions/{spec.dataset}/{spec.partitioning}",
+            "presample": PIPELINE_INPUT_PATHS["presample"](spec)}
+
+
+def control_targets():
+    """Every control directory the experiment matrix needs (validation when enabled)."""
+    parts = ["calibration", "policy"] + (["validation"] if CONTROL.get("validate", True) else [])
+    return [f"{RESULTS}/control/{key}/{part}" for key in sorted(CONTROL_TEMPLATES)
+            for part in parts]

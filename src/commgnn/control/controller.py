@@ -12,6 +12,8 @@ Built here:
 - ``static``: the fixed window ``W``, the uniform template and no cost weights (the
   paper's "w/o RL" ablation, and GreenDyGNN-static(16)): its caches are a function of
   the configuration alone.
+- ``dqn``: a trained Double-DQN policy file (:class:`DQNController`), the heuristic
+  when none is given.
 - ``heuristic``: the paper's fallback threshold rule (Eq. 7, lost in the copy under
   ``../shared/papers`` and reconstructed here from its definitions — the inferred delay
   ``δ̂`` and the nominal window ``W_0`` — and from §IV-A's statement that 4 ms of delay
@@ -209,6 +211,48 @@ class HeuristicController(Controller):
         bias = above[0] if len(above) == 1 and self.options.get("cost_weights", True) \
             else None
         return WindowDecision(window, bias, self.cost_weights(state))
+
+
+class DQNController(Controller):
+    """A trained Double-DQN policy (part 2, :mod:`commgnn.control.policy`): the greedy
+    action for the state vector. Options: ``policy`` (the ``policy.pt`` path; without one
+    the heuristic decides, and :attr:`fallback` says so) and ``cost_weights`` (off: only
+    uniform templates are allowed and the weights are 1 — "w/o Cost Weights")."""
+
+    name = "dqn"
+
+    def __init__(self, window: int, options: dict[str, Any] | None = None) -> None:
+        super().__init__(window, options)
+        path = self.options.get("policy")
+        self.fallback: HeuristicController | None = None
+        self.network = None
+        if not path:
+            self.fallback = HeuristicController(window, options)
+            return
+        from commgnn.control.dqn import load_policy
+
+        self.network, self.metadata = load_policy(path)
+        if list(self.metadata.get("windows", WINDOWS)) != list(WINDOWS):
+            raise ValueError(f"{path}: policy windows {self.metadata.get('windows')} are not "
+                             f"{list(WINDOWS)}")
+
+    def decide(self, state: ControllerState) -> WindowDecision:
+        if self.fallback is not None:
+            return self.fallback.decide(state)
+        import torch
+
+        world = len(state.multipliers)
+        if int(self.metadata["world"]) != world:
+            raise ValueError(f"{self.options.get('policy')}: policy trained for "
+                             f"{self.metadata['world']} workers, the run has {world}")
+        with torch.no_grad():
+            q = self.network(torch.from_numpy(state.vector()).unsqueeze(0))[0]
+        choices = actions(state.remote_owners)
+        if not self.options.get("cost_weights", True):
+            q = q.clone()
+            q[[i for i, d in enumerate(choices) if d.bias_owner is not None]] = -float("inf")
+        chosen = choices[int(torch.argmax(q))]
+        return WindowDecision(chosen.window, chosen.bias_owner, self.cost_weights(state))
 
 
 def make_controller(name: str, window: int, options: dict[str, Any] | None = None

@@ -62,6 +62,7 @@ FIGURE_INPUTS = {
     "partition_stats": "the partition table (`commgnn partition-table`)",
     "partitions": "every partition directory of the config",
     "run_dirs": "every run directory of the config (per-epoch and per-step records)",
+    "control": "every GreenDyGNN control directory (calibration, validation, policy)",
 }
 
 #: Pipeline products a system may declare in ``needs``; the workflow builds them and
@@ -69,6 +70,8 @@ FIGURE_INPUTS = {
 PIPELINE_INPUTS = {
     "presample": "presampled blocks of the run's dataset, partitioning, batch size and seed "
                  "(`commgnn presample`)",
+    "policy": "a GreenDyGNN window policy trained in the simulator calibrated on the run's "
+              "workload and network (`commgnn calibrate`, `commgnn train-policy`)",
 }
 
 
@@ -176,6 +179,12 @@ class System(ABC):
         for klass in reversed(cls.__mro__):
             merged.update(klass.__dict__.get(attribute, {}))
         return merged
+
+    @classmethod
+    def wants(cls, options: dict) -> tuple[str, ...]:
+        """Pipeline inputs the workflow builds for a run with these (resolved) options:
+        ``needs`` (required by :meth:`setup`), plus any optional ones the options ask for."""
+        return cls.needs
 
     @classmethod
     def option_properties(cls) -> dict[str, dict]:

@@ -26,13 +26,14 @@ ahead, that assembles each batch from the active buffer and fetches the misses, 
 request per owner, recording each owner's round trip for the congestion estimator).
 
 When the resolver reaches the first step of window ``k`` it swaps window ``k``'s buffer
-in, asks the controller (:mod:`commgnn.control.controller`: ``static`` or ``heuristic``;
-part 2 adds ``dqn``) for window ``k + 1`` — its size and template, from the 23-float state
-— and starts building it. What a run fetches therefore depends only on the
-configuration, the seed and the controller's decisions; with ``static`` it is a function
-of the configuration alone. Every step record names its window (``window``,
-``window_index``, ``bias_owner``) and the inferred delay; each window's build is counted
-in the epoch whose resolver swapped it in (``extra_remote_*``).
+in, asks the controller (:mod:`commgnn.control.controller`: ``static``, ``heuristic`` or
+``dqn``, a policy trained in the calibrated simulator) for window ``k + 1`` — its size
+and template, from the 23-float state — and starts building it. What a run fetches
+therefore depends only on the configuration, the seed and the controller's decisions;
+with ``static`` it is a function of the configuration alone. Every step record names its
+window (``window``, ``window_index``, ``bias_owner``) and the inferred delay; each
+window's build is counted in the epoch whose resolver swapped it in
+(``extra_remote_*``).
 
 Resume: the checkpoint holds the active and the pending window's decisions, the
 estimator and the controller; the first epoch after a resume rebuilds those two buffers
@@ -53,6 +54,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -203,9 +205,13 @@ class _WindowStats:
 class GreenDyGNNSystem(System):
     name = "greendygnn"
     options = {
-        "controller": {"enum": ["static", "heuristic"], "default": "static",
-                       "description": "who picks each window: static (fixed W, uniform) or "
-                                      "heuristic (the paper's threshold rule, Eq. 7)"},
+        "controller": {"enum": ["static", "heuristic", "dqn"], "default": "static",
+                       "description": "who picks each window: static (fixed W, uniform), "
+                                      "heuristic (the paper's threshold rule, Eq. 7) or dqn "
+                                      "(a trained policy; the heuristic without one)"},
+        "policy": {"type": ["string", "null"], "default": None,
+                   "description": "dqn: a policy.pt file (default: the pipeline's "
+                                  "train_policy output for this run's workload)"},
         "window": {"enum": list(WINDOWS), "default": 16,
                    "description": "W for static, the nominal W_0 for heuristic"},
         "cache_rows": {"type": "integer", "minimum": 0, "default": 100000,
@@ -225,17 +231,29 @@ class GreenDyGNNSystem(System):
                          "description": "loader queue: presampled batches read ahead"},
     }
     needs = ("presample",)
+
+    @classmethod
+    def wants(cls, options: dict) -> tuple[str, ...]:
+        """A ``dqn`` run without its own ``policy`` also gets the pipeline's policy."""
+        if options.get("controller") == "dqn" and not options.get("policy"):
+            return (*cls.needs, "policy")
+        return cls.needs
     figures = {
         "greendygnn_fig2": ("runs",),
         "greendygnn_fig4": ("runs",),
         "greendygnn_fig5": ("runs",),
         "greendygnn_fig9": ("run_dirs",),
         "greendygnn_table1": ("runs",),
+        "greendygnn_fig7": ("run_dirs",),
+        "greendygnn_fig8": ("control",),
+        "greendygnn_policy": ("control",),
+        "greendygnn_table2": ("runs",),
     }
     reductions = {"windows_built": "sum", "mean_window": "mean", "fill_rows": "sum",
                   "copied_rows": "sum", "rebuild_s": "sum", "swap_wait_s": "slowest",
                   "delay_est_ms": "max", "biased_windows": "sum", "cache_bytes_max": "max",
-                  "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum"}
+                  "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum",
+                  "policy_fallback": "max"}
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
@@ -250,10 +268,14 @@ class GreenDyGNNSystem(System):
         self.capacity = int(self.options["cache_rows"])
         self.owner = np.asarray(ctx.partition.book.owner, dtype=np.int64)
         self.remote_owners = [o for o in range(ctx.world_size) if o != ctx.rank]
+        policy = self.options.get("policy") or ctx.inputs.get("policy")
+        if policy and Path(policy).is_dir():
+            policy = str(Path(policy) / "policy.pt")
         self.controller = make_controller(
             self.options["controller"], int(self.options["window"]),
             {"cost_weights": self.options["cost_weights"],
-             "delay_threshold_ms": self.options["delay_threshold_ms"]})
+             "delay_threshold_ms": self.options["delay_threshold_ms"], "policy": policy})
+        self.policy_fallback = int(getattr(self.controller, "fallback", None) is not None)
         self.estimator = CongestionEstimator(
             self.remote_owners, warmup_epochs=int(self.options["warmup_epochs"]),
             recent=int(self.options["recent_rtts"]),
@@ -481,6 +503,7 @@ class GreenDyGNNSystem(System):
             "delay_est_ms": self.estimator.estimate().delay_s * 1e3,
             "biased_windows": stats["biased_windows"],
             "cache_bytes_max": self.max_cache_bytes,
+            "policy_fallback": self.policy_fallback,
             "presample_sampling_rpcs": self.presample_stats["sampling_rpcs"][epoch],
             "presample_sampling_bytes": self.presample_stats["sampling_bytes"][epoch],
             "extra_remote_rpcs": fill.remote_rpcs,
