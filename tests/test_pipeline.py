@@ -14,6 +14,9 @@ import yaml
 from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
 
+sys.path.insert(0, str(Path(__file__).parent / "control"))
+from control_checks import check_calibration, check_validation
+
 TINY = {
     "results_dir": "out",
     "datasets": {"tiny": {"source": "synthetic", "preset": "tiny", "seed": 3}},
@@ -143,6 +146,11 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
                        ("policy", "training.json"), ("validation", "validation.json")):
         assert (control / part / name).is_file()
     assert runs.loc[("greendygnn-dqn", "10gbe-single"), "policy_fallback"] == 0
+    presample = out / "presample" / "tiny" / "metis2" / "b256_s0"
+    check_calibration(control / "calibration", presample, capacity=100, windows=[2, 8],
+                      rpc_points=4)
+    validation = check_validation(control / "validation", [(4, 5.0)])
+    assert validation["points"][0]["measured_s"] > 0
     fig8 = pd.read_csv(out / "figures" / "greendygnn_fig8.csv")
     assert list(fig8["window"]) == [4] and list(fig8["delay_ms"]) == [5]
     for name in ("greendygnn_fig7", "greendygnn_policy", "greendygnn_table2"):

@@ -1,0 +1,62 @@
+"""Checks of a real calibration and validation (made by the pipeline test)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commgnn.control.calibrate import predict_step_s
+from commgnn.control.controller import WINDOWS
+from commgnn.control.costmodel import CostModel, read_calibration
+from commgnn.sampling.presample import open_presampled
+
+
+def check_calibration(directory: Path, presample: Path, capacity: int,
+                      windows: list[int], rpc_points: int) -> dict:
+    """The calibration of a real pipeline run: complete, exact tables, and a cost model
+    that reproduces its own measurements."""
+    data = read_calibration(directory / "calibration.json")
+    assert data["runs"]["windows"] == windows
+    assert all(s > 0 for s in data["runs"]["step_s"])
+    assert data["workload"]["row_bytes"] > 0
+    assert len(data["rpc"]["points"]) == rpc_points
+    for w in windows:  # the runs are kept with their step records
+        assert (directory / "runs" / f"w{w}" / "steps_w0.jsonl").is_file()
+    world = data["workload"]["workers"]
+    # at W = 1 a window's cache is the batch's own top-K remote nodes: it hits
+    # min(K, remote rows) of that batch
+    for rank in range(world):
+        counts = []
+        for epoch in range(data["tables"]["epochs"]):
+            with open_presampled(presample, rank, epoch) as reader:
+                counts += [reader.read(s).remote_nodes.size for s in range(len(reader))]
+        expected = np.mean([min(capacity, c) for c in counts])
+        assert sum(data["tables"]["hits_per_batch"][rank][0][0]) == pytest.approx(expected)
+        assert sum(data["tables"]["remote_per_batch"][rank]) == pytest.approx(np.mean(counts))
+        assert data["tables"]["remote_per_batch"][rank][rank] == 0
+    pooled = [sum(sum(data["tables"]["hits_per_batch"][r][wi][0]) for r in range(world))
+              for wi in range(len(WINDOWS))]
+    assert pooled[0] >= pooled[-1]  # same K over more batches: a smaller share of each
+    model = CostModel(data)
+    for w, measured in zip(windows, data["runs"]["step_s"], strict=True):
+        assert predict_step_s(model, w, 0.0, world) == pytest.approx(measured)
+    assert predict_step_s(model, windows[-1], 10.0, world) > \
+        predict_step_s(model, windows[-1], 0.0, world)
+    return data
+
+
+def check_validation(directory: Path, points: list[tuple[int, float]]) -> dict:
+    result = json.loads((directory / "validation.json").read_text())
+    assert [(p["window"], p["delay_ms"]) for p in result["points"]] == points
+    for p in result["points"]:
+        assert p["measured_s"] > 0 and p["predicted_s"] > 0
+        assert p["error"] == pytest.approx(abs(p["predicted_s"] - p["measured_s"])
+                                           / p["measured_s"])
+    assert result["mean_error"] == pytest.approx(np.mean([p["error"]
+                                                          for p in result["points"]]))
+    assert math.isfinite(result["max_error"])
+    return result
