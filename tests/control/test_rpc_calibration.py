@@ -40,6 +40,20 @@ def test_fit_recovers_exact_parameters():
     assert isinstance(grid, np.ndarray) and grid.shape == (2,)
     assert isinstance(fit.predict(512, 0), float)
     assert RpcFit.from_dict(fit.to_dict()) == fit
+    for reduce in ("none", "median", "mean"):
+        assert fit_rpc(pts, reduce=reduce).alpha_s == pytest.approx(ALPHA_S, rel=1e-6)
+
+
+def test_fit_reduces_repeats_to_their_minimum():
+    pts = _synthetic(ALPHA_S, BETA_S_PER_BYTE, GAMMA_S_PER_BYTE_MS, 1.0,
+                     sizes=[512, 1_000_000, 4_000_000], delays=[0.0, 10.0, 25.0])
+    late = [{**p, "rtt_s": p["rtt_s"] + 0.3e-3} for p in pts]  # woken late, every point
+    fit = fit_rpc(pts + late)  # host lateness only adds: the minimum is the clean pull
+    assert fit.alpha_s == pytest.approx(ALPHA_S, rel=1e-6)
+    assert fit.gamma_s_per_byte_ms == pytest.approx(GAMMA_S_PER_BYTE_MS, rel=1e-6)
+    assert fit_rpc(pts + late, reduce="none").alpha_s > ALPHA_S * 1.02
+    with pytest.raises(ValueError, match="reduce"):
+        fit_rpc(pts, reduce="max")
 
 
 def test_fit_rejects_underdetermined_points():
@@ -65,7 +79,7 @@ def test_calibration_recovers_emulated_alpha_beta_gamma():
     links' latencies; β = (1/bw)·(1 + request/response bytes), the request carrying
     ``ID_BYTES`` per row against ``row_bytes`` back. Time dilation f = 20 divides the real
     software cost of a TensorPipe RPC on this host (< 1 ms wall, mostly hidden under the
-    emulated wait) by 20 against α = 4.67 ms."""
+    emulated wait) and the host's scheduling lateness by 20 against α = 4.67 ms."""
     latency_ms, dim = 0.0, 128
     row_bytes = 4 * dim
     network = {"preset": "none", "latency_ms": latency_ms,
@@ -73,17 +87,18 @@ def test_calibration_recovers_emulated_alpha_beta_gamma():
                "rpc_overhead_us": ALPHA_S * 1e6, "congestion_gamma": GAMMA_S_PER_BYTE_MS}
     t0 = time.perf_counter()
     out = calibrate_rpc(network, rows_grid=[1, 2000, 8000], delays_ms=[0.0, 10.0, 25.0],
-                        repeats=2, feature_dim=dim, time_dilation=20.0, seed=3)
+                        repeats=3, feature_dim=dim, time_dilation=20.0, seed=3)
     elapsed = time.perf_counter() - t0
     fit = RpcFit.from_dict(out["fit"])
     points = out["points"]
-    assert len(points) == 3 * 3 * 2
+    assert len(points) == 3 * 3 * 3
     assert {(p["rows"], p["delay_ms"]) for p in points} == {
         (n, d) for n in (1, 2000, 8000) for d in (0.0, 10.0, 25.0)}
     assert all(p["bytes"] == p["rows"] * row_bytes for p in points)
     # grid points are visited in a shuffled order, not row-major
-    visits = [(p["rows"], p["delay_ms"]) for p in sorted(points, key=lambda p: p["order"])]
-    assert visits[::2] != sorted(visits[::2])
+    visits = [(p["rows"], p["delay_ms"]) for p in sorted(points, key=lambda p: p["order"])
+              if p["repeat"] == 0]
+    assert len(visits) == 9 and visits != sorted(visits)
 
     alpha = ALPHA_S + 2 * latency_ms / 1e3
     beta = BETA_S_PER_BYTE * (1 + ID_BYTES / row_bytes)
