@@ -56,12 +56,15 @@ VALIDATION_DEFAULTS: dict[str, Any] = {"epochs": 1, "windows": [2, 8, 32],
 def _run_spec(template: RunSpec, *, window: int, epochs: int, delay_ms: float = 0.0,
               name: str) -> RunSpec:
     """``template`` as a greendygnn static run of ``window`` for ``epochs`` epochs, every
-    non-coordinator machine delayed ``delay_ms`` from the first epoch (clean at 0)."""
+    non-coordinator machine's feature fetches delayed ``delay_ms`` from the first epoch
+    (clean at 0; gradient traffic never, as the paper injects delay on the RPC port only
+    and the simulator models fetches)."""
     network = {k: v for k, v in template.network_spec.items()
                if k not in ("congestion", "congested_traffic")}
     if delay_ms > 0:
         delays = {str(n): float(delay_ms) for n in range(1, template.workers)}
-        network["congestion"] = {"kind": "epochs", "table": {"0": delays}, "period": 1}
+        network["congestion"] = {"kind": "epochs", "table": {"0": delays}, "period": 1,
+                                 "applies_to": ["fetch"]}
     options = {**template.system_options, "system": "greendygnn", "controller": "static",
                "window": int(window)}
     training = {**template.training, "epochs": int(epochs), "checkpoint": False,
