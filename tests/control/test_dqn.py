@@ -143,6 +143,21 @@ def test_double_dqn_target(done: float) -> None:
     assert q.tolist() == pytest.approx([0.5 + 0.1 * 2.0 * (1 - done), 0.0])
 
 
+def test_a_transition_of_several_steps_is_discounted_per_step() -> None:
+    online, target = QNetwork(1, 2, ()), QNetwork(1, 2, ())
+    with torch.no_grad():
+        for net, w in ((online, [[0.0], [1.0]]), (target, [[5.0], [2.0]])):
+            net.layers[0].weight.copy_(torch.tensor(w))
+            net.layers[0].bias.zero_()
+    batch = (torch.zeros(1, 1), torch.tensor([0]), torch.tensor([0.5]), torch.ones(1, 1),
+             torch.tensor([0.0]), torch.tensor([3.0]))
+    _update(online, target, torch.optim.SGD(online.parameters(), lr=1.0), batch,
+            DQNConfig(gamma=0.5))
+    with torch.no_grad():
+        q = online(torch.zeros(1, 1))[0]
+    assert q.tolist() == pytest.approx([0.5 + 0.5 ** 3 * 2.0, 0.0])
+
+
 def test_replay_buffer_and_defaults() -> None:
     config = DQNConfig()
     assert (config.hidden, config.replay, config.batch_size, config.target_sync,
@@ -153,7 +168,8 @@ def test_replay_buffer_and_defaults() -> None:
                    i == 4)
     assert buffer.size == 3
     assert sorted(buffer.rewards.tolist()) == [2.0, 3.0, 4.0]
-    s, a, r, s2, done = buffer.sample(8, np.random.default_rng(0))
+    s, a, r, s2, done, span = buffer.sample(8, np.random.default_rng(0))
+    assert torch.equal(span, torch.ones(8))
     assert s.shape == s2.shape == (8, 2) and a.dtype == torch.int64
     assert set(r.tolist()) <= {2.0, 3.0, 4.0} and torch.equal(s[:, 0], r)
     assert torch.equal(a, (r % 2).long()) and not s2.any()

@@ -109,7 +109,8 @@ def test_env_rewards_sum_to_the_normalised_episode_energy() -> None:
     ratio = sim.per_step_e[:, w16] / sim.per_step_e[:, ref]
     assert ratio.sum() == pytest.approx(30.0)
     # the first window runs W16 (the nominal), then W4 windows to the end
-    expected = -(sim.cum_ratio[16, w16] + (sim.cum_ratio[30, a] - sim.cum_ratio[16, a]))
+    expected = -(sim.cum_ratio[16, w16] + (sim.cum_ratio[30, a] - sim.cum_ratio[16, a])
+                 - 30) / 16
     assert total == pytest.approx(expected)
     assert steps == 1 + (30 - 16) // 4 + 1
 

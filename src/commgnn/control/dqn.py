@@ -9,6 +9,10 @@ clipping at 10, Adam and ε-greedy exploration decaying linearly per episode. No
 copy of the paper and chosen here: the learning rate (1e-3), ε's end point (0.05) and
 decay length, the warm-up before the first update and the discount γ (0.99).
 
+Semi-MDP: a transition that covers ``span`` time steps (an environment's ``last_span``,
+e.g. a cache window of ``W`` training steps) is discounted by ``γ^span``, so decisions
+that last longer are not favoured or penalised by the discount alone.
+
 Determinism: the networks are initialised inside ``torch.random.fork_rng`` from the CPU
 generator seeded with ``config.seed`` (the caller's torch RNG is untouched), training runs
 on one thread (``torch.set_num_threads(1)``, restored afterwards: the paper trains on one
@@ -48,6 +52,9 @@ class Env(Protocol):
     n_actions: int
 
     def reset(self, rng: np.random.Generator) -> np.ndarray: ...
+
+    # optional: ``last_span`` — how many time steps the last transition covered (a
+    # semi-MDP: the target discounts by γ^span); 1 when the environment has none
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool]: ...
 
@@ -129,13 +136,15 @@ class ReplayBuffer:
         self.actions = np.zeros(capacity, dtype=np.int64)
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.done = np.zeros(capacity, dtype=np.float32)
+        self.spans = np.ones(capacity, dtype=np.float32)
         self.size = 0
         self._next = 0
 
-    def add(self, s: np.ndarray, a: int, r: float, s2: np.ndarray, done: bool) -> None:
+    def add(self, s: np.ndarray, a: int, r: float, s2: np.ndarray, done: bool,
+            span: int = 1) -> None:
         i = self._next
         self.states[i], self.actions[i], self.rewards[i] = s, a, r
-        self.next_states[i], self.done[i] = s2, float(done)
+        self.next_states[i], self.done[i], self.spans[i] = s2, float(done), float(span)
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
@@ -143,7 +152,7 @@ class ReplayBuffer:
         idx = rng.integers(0, self.size, size=batch)
         return (torch.from_numpy(self.states[idx]), torch.from_numpy(self.actions[idx]),
                 torch.from_numpy(self.rewards[idx]), torch.from_numpy(self.next_states[idx]),
-                torch.from_numpy(self.done[idx]))
+                torch.from_numpy(self.done[idx]), torch.from_numpy(self.spans[idx]))
 
 
 @dataclass
@@ -225,7 +234,7 @@ def _train(env: Env, config: DQNConfig, progress: Callable[[int, float], None] |
         while not done:
             action = int(rng.integers(env.n_actions)) if rng.random() < eps else act(state)
             nxt, reward, done = env.step(action)
-            replay.add(state, action, reward, nxt, done)
+            replay.add(state, action, reward, nxt, done, getattr(env, "last_span", 1))
             state = nxt
             total += float(reward)
             length += 1
@@ -247,10 +256,11 @@ def _train(env: Env, config: DQNConfig, progress: Callable[[int, float], None] |
 def _update(online: QNetwork, target: QNetwork, optimiser: torch.optim.Optimizer,
             batch: tuple[torch.Tensor, ...], config: DQNConfig) -> None:
     """One gradient step on the Huber loss to the Double-DQN target (module docstring)."""
-    s, a, r, s2, done = batch
+    s, a, r, s2, done, *rest = batch
+    discount = config.gamma ** rest[0] if rest else config.gamma
     with torch.no_grad():
         best = online(s2).argmax(dim=1, keepdim=True)
-        y = r + config.gamma * (1.0 - done) * target(s2).gather(1, best).squeeze(1)
+        y = r + discount * (1.0 - done) * target(s2).gather(1, best).squeeze(1)
     q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
     loss = nn.functional.smooth_l1_loss(q, y)
     optimiser.zero_grad()

@@ -25,7 +25,7 @@ from commgnn.files import write_json_atomic
 
 #: Defaults of the ``control.policy`` config section (the environment's; the rest of the
 #: section is :class:`DQNConfig`).
-POLICY_DEFAULTS: dict[str, Any] = {"episode_epochs": 30, "switch_penalty": 0.5,
+POLICY_DEFAULTS: dict[str, Any] = {"episode_epochs": 30, "switch_penalty": 0.001,
                                    "obs_noise": 0.05, "energy_noise": 0.02,
                                    "reference_window": 16, "eval_profiles": 20}
 ENV_KEYS = tuple(POLICY_DEFAULTS)

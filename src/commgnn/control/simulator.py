@@ -16,10 +16,16 @@ multiplicative measurement noise and rewards an energy-measurement noise. "Slow"
 "fast" single-link congestion are read as a long steady episode of delay and short
 bursts (one to two epochs) respectively — the copy of the paper names them only.
 
-Reward (Eq. 5, reconstructed): for the window just run, ``−Σ_steps E_g / E_ref,g −
+Reward (Eq. 5, reconstructed): for the window just run, ``−Σ_steps (E_g / E_ref,g − 1) −
 c·[a_k ≠ a_{k−1}]``, with ``E_ref,g`` the step's energy under the reference policy
-(``W_0`` uniform) in the same congestion (so an episode's return does not depend on how
-many decisions it takes) and ``c`` the switching penalty.
+(``W_0`` uniform) in the same congestion: the normalised energy (scale-invariant across
+episode difficulty, as the paper's) minus its reference value of 1 per step, so the
+reference policy's return is 0 and an episode's return is minus its excess normalised
+energy, whatever the number of decisions — in units of one reference window (÷ ``W_0``,
+so values stay near the Huber loss's quadratic range); ``c`` is the switching penalty.
+The transition reports its window's length (``last_span``) so the DQN discounts per
+training step (a semi-MDP): with a discount per *decision*, short windows would spread
+their cost over more, more discounted decisions and look cheaper than they are.
 """
 
 from __future__ import annotations
@@ -176,7 +182,7 @@ class SimEnv:
     profiles and agents."""
 
     def __init__(self, model: CostModel, epochs: int, *, reference_window: int = 16,
-                 switch_penalty: float = 0.5, obs_noise: float = 0.05,
+                 switch_penalty: float = 0.001, obs_noise: float = 0.05,
                  energy_noise: float = 0.02, archetypes: Sequence[str] = ARCHETYPES,
                  severities_ms: Sequence[float] = SEVERITIES_MS) -> None:
         self.model = model
@@ -190,7 +196,9 @@ class SimEnv:
         self.archetypes = tuple(archetypes)
         self.severities_ms = tuple(severities_ms)
         self.initial = model.action(WINDOWS.index(reference_window), 0)
+        self.reward_scale = float(reference_window)
         self.archetype = ""
+        self.last_span = 1
 
     def reset(self, rng: np.random.Generator, profile: np.ndarray | None = None,
               agent: int | None = None) -> np.ndarray:
@@ -257,8 +265,9 @@ class SimEnv:
         ratio = sim.cum_ratio[end, ran] - sim.cum_ratio[start, ran]
         if self.energy_noise:
             ratio *= 1.0 + self.energy_noise * self.rng.standard_normal()
-        reward = -float(ratio) - self.switch_penalty * float(action != ran)
-        self.start, self.active = end, int(action)
+        excess = (float(ratio) - (end - start)) / self.reward_scale
+        reward = -excess - self.switch_penalty * float(action != ran)
+        self.start, self.active, self.last_span = end, int(action), end - start
         return self._observe(ran, start, end, self.active), reward, end >= sim.total
 
 
