@@ -69,6 +69,10 @@ def test_windows_cross_epochs_and_the_last_is_cut() -> None:
     assert episode.starts == [0, 8, 16, 24]
     assert len(episode.step_s) == 30
     assert episode.windows_per_epoch(10, model) == [8.0, 8.0, 8.0]
+    # the window walk and the per-epoch cumulative sums agree
+    a = model.action(WINDOWS.index(8), 0)
+    assert episode.total_energy_j == pytest.approx(sim.span("e", 0, 30, a))
+    assert episode.time_s == pytest.approx(sim.span("t", 0, 30, a))
 
 
 def test_random_profiles_cover_the_archetypes_deterministically() -> None:
@@ -106,11 +110,10 @@ def test_env_rewards_sum_to_the_normalised_episode_energy() -> None:
     sim = env.sim
     ref = model.action(WINDOWS.index(16), 0)
     w16 = model.action(WINDOWS.index(16), 0)
-    ratio = sim.per_step_e[:, w16] / sim.per_step_e[:, ref]
-    assert ratio.sum() == pytest.approx(30.0)
+    assert sim.span("ratio", 0, 30, w16) == pytest.approx(30.0)
+    assert ref == w16
     # the first window runs W16 (the nominal), then W4 windows to the end
-    expected = -(sim.cum_ratio[16, w16] + (sim.cum_ratio[30, a] - sim.cum_ratio[16, a])
-                 - 30) / 16
+    expected = -(sim.span("ratio", 0, 16, w16) + sim.span("ratio", 16, 30, a) - 30) / 16
     assert total == pytest.approx(expected)
     assert steps == 1 + (30 - 16) // 4 + 1
 

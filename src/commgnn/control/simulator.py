@@ -133,14 +133,25 @@ class Simulator:
         step = np.stack([c.step_s for c in costs])[inverse.reshape(-1)]  # [E, A]
         energy = np.stack([c.energy_j for c in costs])[inverse.reshape(-1)]
         self.epoch_costs = [costs[i] for i in inverse.reshape(-1)]
-        per_step_t = np.repeat(step, self.steps, axis=0)  # [G, A]
-        per_step_e = np.repeat(energy, self.steps, axis=0)
-        ratio = per_step_e / per_step_e[:, [self.reference]]
+        self.step_table, self.energy_table = step, energy  # per epoch [E, A]
+        self.ratio_table = energy / energy[:, [self.reference]]
+        # cumulative per epoch boundary; within an epoch every step costs the same
         zero = np.zeros((1, self.n_actions))
-        self.cum_t = np.vstack([zero, np.cumsum(per_step_t, axis=0)])
-        self.cum_e = np.vstack([zero, np.cumsum(per_step_e, axis=0)])
-        self.cum_ratio = np.vstack([zero, np.cumsum(ratio, axis=0)])
-        self.per_step_t, self.per_step_e = per_step_t, per_step_e
+        self._cum = {name: np.vstack([zero, np.cumsum(table * self.steps, axis=0)])
+                     for name, table in (("t", step), ("e", energy),
+                                         ("ratio", self.ratio_table))}
+
+    def cumulative(self, name: str, g: int, action: int) -> float:
+        """Sum over steps ``0 … g−1`` of the step's ``t`` (seconds), ``e`` (joules) or
+        ``ratio`` (energy ÷ the reference's) under a constant ``action``."""
+        table = {"t": self.step_table, "e": self.energy_table, "ratio": self.ratio_table}
+        epoch = min(g // self.steps, self.epochs - 1)
+        return float(self._cum[name][epoch, action]
+                     + (g - epoch * self.steps) * table[name][epoch, action])
+
+    def span(self, name: str, start: int, end: int, action: int) -> float:
+        """Sum over steps ``start … end−1`` (see :meth:`cumulative`)."""
+        return self.cumulative(name, end, action) - self.cumulative(name, start, action)
 
     def window_end(self, start: int, action: int) -> int:
         return min(self.total, start + WINDOWS[action // self.model.world])
@@ -161,18 +172,17 @@ class Simulator:
             chosen.append(a)
             start = self.window_end(start, a)
             k += 1
-        t = np.empty(self.total)
-        e = np.empty(self.total)
-        ends = [*starts[1:], self.total]
-        for s, end, a in zip(starts, ends, chosen, strict=True):
-            t[s:end] = self.per_step_t[s:end, a]
-            e[s:end] = self.per_step_e[s:end, a]
+        lengths = np.diff([*starts, self.total])
+        per_step = np.repeat(np.asarray(chosen), lengths)
+        epoch = np.arange(self.total) // self.steps
+        t = self.step_table[epoch, per_step]
+        e = self.energy_table[epoch, per_step]
         return Episode(starts, chosen, t, e)
 
     def static_energy(self, profile: np.ndarray) -> np.ndarray:
         """Total energy of every constant action over the profile ([A])."""
         self.load(profile)
-        return self.cum_e[-1]
+        return self._cum["e"][-1]
 
 
 class SimEnv:
@@ -239,7 +249,7 @@ class SimEnv:
         hits = (model.remote[r] - model.miss[r, wi, ti]).sum() - model.remote[r, r]
         global_rate = hits / remote if remote > 0 else 1.0
         span = max(1, end - start)
-        window_s = (sim.cum_t[end, action] - sim.cum_t[start, action])
+        window_s = sim.span("t", start, end, action)
         step_s = window_s / span
         stall = max(0.0, step_s - model.busy_s) / step_s if step_s > 0 else 0.0
         rebuild = costs.agent_rebuild_s[action] / window_s if window_s > 0 else 0.0
@@ -262,7 +272,7 @@ class SimEnv:
         sim = self.sim
         start, ran = self.start, self.active
         end = sim.window_end(start, ran)
-        ratio = sim.cum_ratio[end, ran] - sim.cum_ratio[start, ran]
+        ratio = sim.span("ratio", start, end, ran)
         if self.energy_noise:
             ratio *= 1.0 + self.energy_noise * self.rng.standard_normal()
         excess = (float(ratio) - (end - start)) / self.reward_scale
