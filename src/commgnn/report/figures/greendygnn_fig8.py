@@ -10,7 +10,6 @@ workload.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
+from commgnn.report.figures.greendygnn_runs import control_records
 
 COLUMNS = ["workload", "window", "delay_ms", "measured_s", "predicted_s", "error"]
 #: GreenDyGNN §VI-E: "Errors stay below 5% across the full operating range, with a mean
@@ -39,11 +40,7 @@ def load(inputs: list[Path]) -> list[tuple[str, dict, pd.DataFrame]]:
     """(workload, validation record, points) for each ``validation`` directory with a
     ``validation.json``, in input order."""
     out = []
-    for directory in map(Path, inputs):
-        path = directory / "validation.json"
-        if directory.name != "validation" or not path.is_file():
-            continue
-        record = json.loads(path.read_text())
+    for directory, record in control_records(inputs, "validation", "validation.json"):
         points = pd.DataFrame(record.get("points", []),
                               columns=[c for c in COLUMNS if c != "workload"])
         name = workload_name(directory, record)

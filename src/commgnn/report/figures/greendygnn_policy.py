@@ -9,7 +9,6 @@ Inputs: GreenDyGNN control directories; those named ``policy`` are read
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -19,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
+from commgnn.report.figures.greendygnn_runs import control_records
 
 COLUMNS = ["workload", "archetype", "policy_j", "reference_j", "best_static_j",
            "best_static_window", "policy_vs_best_static", "policy_mean_window"]
@@ -31,11 +32,7 @@ def load(inputs: list[Path]) -> list[tuple[str, dict, pd.DataFrame]]:
     ``training.json``; the workload is the control directory's key
     (``dataset/partitioning/model_b<batch>_<network>``)."""
     out = []
-    for directory in map(Path, inputs):
-        path = directory / "training.json"
-        if directory.name != "policy" or not path.is_file():
-            continue
-        record = json.loads(path.read_text())
+    for directory, record in control_records(inputs, "policy", "training.json"):
         workload = "/".join(directory.parts[-4:-1])
         rows = [{"workload": workload, "archetype": name, **{k: result.get(k, math.nan)
                  for k in COLUMNS[2:] if k != "policy_vs_best_static"}}

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.greendygnn_runs import METHODS, WORKLOAD, load_runs
+from commgnn.report.figures.greendygnn_runs import METHODS, WORKLOAD, draw_table, load_runs
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
@@ -42,14 +42,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                                     strict=True)],
         "seeds": data["seeds"]})
     fig, ax = plt.subplots(figsize=(10, 0.4 + 0.3 * max(1, len(shown))))
-    ax.axis("off")
-    if shown.empty:
-        ax.text(0.5, 0.5, "no congested runs", ha="center", va="center",
-                transform=ax.transAxes)
-    else:
-        table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
-        table.auto_set_font_size(False)
-        table.set_fontsize(7)
+    draw_table(ax, shown, "no congested runs")
     ax.set_title("Energy per epoch (target model) and epoch time (target s) under "
                  "congestion", fontsize=8)
     fig.tight_layout()

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.greendygnn_runs import WORKLOAD
+from commgnn.report.figures.greendygnn_runs import WORKLOAD, draw_table
 
 FULL = "GreenDyGNN (full)"
 NO_WEIGHTS = "w/o Cost Weights"
@@ -109,15 +109,7 @@ def _draw(data: pd.DataFrame, out_png: Path) -> None:
         "vs full": ["—" if pd.isna(v) else f"{100 * v:+.1f}%" for v in data["vs_full"]],
         "seeds": data["seeds"]})
     fig, ax = plt.subplots(figsize=(9, 0.6 + 0.3 * max(1, len(shown))))
-    ax.axis("off")
-    if shown.empty:
-        ax.text(0.5, 0.5, "no data: no greendygnn runs", ha="center", va="center",
-                transform=ax.transAxes)
-    else:
-        table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
-        table.auto_set_font_size(False)
-        table.set_fontsize(7)
-        table.auto_set_column_width(list(range(len(shown.columns))))
+    draw_table(ax, shown, "no data: no greendygnn runs")
     ax.set_title("Ablation: total energy per run (target model, target time, all workers), "
                  "mean ± std over seeds", fontsize=8)
     fig.tight_layout()
