@@ -144,7 +144,7 @@ def markdown(result: dict) -> str:
     lines += ["", "## Policy training (Double DQN in the simulator, one core)", "",
               f"{pol['episodes']} episodes, {pol['gradient_steps']} gradient steps in "
               f"{pol['seconds']:.1f} s; mean reward first/last 100 episodes "
-              f"{pol['reward_first']:.1f} / {pol['reward_last']:.1f}.", "",
+              f"{pol['reward_first']:.3f} / {pol['reward_last']:.3f}.", "",
               "Simulated energy per archetype (held-out profiles; J per run):", "",
               "| archetype | policy | W=16 | best static (W, template) | policy vs best "
               "static | policy mean W |", "|---|---|---|---|---|---|"]
