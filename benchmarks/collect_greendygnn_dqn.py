@@ -213,7 +213,7 @@ def main(results: Path, prefix: Path) -> None:
     figures = prefix.with_name(prefix.name + "_figures")
     figures.mkdir(exist_ok=True)
     for name in ("greendygnn_fig7", "greendygnn_fig8", "greendygnn_policy",
-                 "greendygnn_table2"):
+                 "greendygnn_table2", "greendygnn_calibration"):
         for suffix in (".png", ".csv"):
             path = results / "figures" / f"{name}{suffix}"
             if path.exists():

@@ -153,7 +153,8 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert validation["points"][0]["measured_s"] > 0
     fig8 = pd.read_csv(out / "figures" / "greendygnn_fig8.csv")
     assert list(fig8["window"]) == [4] and list(fig8["delay_ms"]) == [5]
-    for name in ("greendygnn_fig7", "greendygnn_policy", "greendygnn_table2"):
+    for name in ("greendygnn_fig7", "greendygnn_policy", "greendygnn_table2",
+                 "greendygnn_calibration"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
     for system in ("default", "oracle"):
         run_dir = out / "runs" / system / "tiny" / "metis2" / "sage_b256_10gbe_s0"

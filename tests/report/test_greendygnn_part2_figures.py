@@ -176,3 +176,34 @@ def test_table2_empty(tmp_path):
         data = greendygnn_table2.make(inputs, tmp_path / "empty.png")
         assert data.empty and list(data.columns) == greendygnn_table2.COLUMNS
         assert (tmp_path / "empty.png").stat().st_size > 0
+
+
+def test_calibration_figure_pairs_each_measurement_with_its_fit(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "control"))
+    from control_toys import toy_calibration
+
+    from commgnn.control.rpc_calibration import fit_rpc
+    from commgnn.report.figures import greendygnn_calibration
+
+    cal = toy_calibration()
+    points = [{"rows": n, "bytes": n * 512, "delay_ms": d,
+               "rtt_s": 1e-3 + 1e-9 * n * 512 + d * 1e-3 + 2e-10 * n * 512 * d}
+              for n in (10, 1000, 4000) for d in (0.0, 10.0)]
+    cal["rpc"] = {"fit": fit_rpc(points).to_dict(), "points": points}
+    cal["fits"]["hit_curve"] = {"h_lo": 0.5, "h_hi": 0.5, "slope": 0.0, "centre": 0.0}
+    directory = tmp_path / "control" / "tiny" / "metis2" / "sage_b256_10gbe" / "calibration"
+    directory.mkdir(parents=True)
+    (directory / "calibration.json").write_text(json.dumps(cal))
+    frame = greendygnn_calibration.make([directory, tmp_path / "nothing"],
+                                        tmp_path / "cal.png")
+    assert (tmp_path / "cal.png").stat().st_size > 0
+    rpc = frame[frame["kind"] == "rpc"]
+    assert len(rpc) == 6
+    assert rpc["fitted"].to_numpy() == pytest.approx(rpc["measured"].to_numpy(), rel=1e-6)
+    hit = frame[frame["kind"] == "hit"]
+    assert hit["measured"].to_numpy() == pytest.approx([0.5] * 8)  # 50 of 100 rows hit
+    assert list(frame[frame["kind"] == "step"]["x"]) == [1, 128]
+    empty = greendygnn_calibration.make([], tmp_path / "empty.png")
+    assert empty.empty and list(empty.columns) == greendygnn_calibration.COLUMNS

@@ -246,6 +246,7 @@ class GreenDyGNNSystem(System):
         "greendygnn_table1": ("runs",),
         "greendygnn_fig7": ("run_dirs",),
         "greendygnn_fig8": ("control",),
+        "greendygnn_calibration": ("control",),
         "greendygnn_policy": ("control",),
         "greendygnn_table2": ("runs",),
     }

@@ -5,4 +5,5 @@ FIGURES = ("rapidgnn_fig3", "rapidgnn_fig5", "grappa_table1", "grappa_table3", "
            "grappa_table7", "grappa_table8", "grappa_fig4", "hopgnn_table1", "hopgnn_fig11",
            "hopgnn_fig13", "hopgnn_fig14", "hopgnn_fig16", "hopgnn_table3", "greendygnn_fig2",
            "greendygnn_fig4", "greendygnn_fig5", "greendygnn_fig9", "greendygnn_table1",
-           "greendygnn_fig7", "greendygnn_fig8", "greendygnn_policy", "greendygnn_table2")
+           "greendygnn_fig7", "greendygnn_fig8", "greendygnn_policy", "greendygnn_table2",
+           "greendygnn_calibration")
