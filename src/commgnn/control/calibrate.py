@@ -112,7 +112,7 @@ def measure_run(run_dir: Path) -> dict[str, Any]:
             "sync_s": float(sync), "base_rtt_s": rtt.tolist(), "slack_s": slack.tolist(),
             "rebuild_s": float(rebuild), "miss_rows": float(misses.max(axis=1).mean()),
             "energy_target_j_per_step": float(summary["energy_target_j"])
-            / max(1, steps * int(summary["epochs"])),
+            / max(1, steps),
             "time_dilation": f, "steps": steps}
 
 

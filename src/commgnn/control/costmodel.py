@@ -57,6 +57,14 @@ def read_calibration(path: str | Path) -> dict:
     for key in ("workload", "rpc", "tables", "runs", "fits", "power"):
         if key not in data:
             raise InputError(f"{path}: calibration lacks {key!r}")
+    try:
+        CostModel(data)
+    except KeyError as exc:
+        raise InputError(f"{path}: calibration lacks {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{path}: malformed calibration ({exc})") from None
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
     return data
 
 

@@ -252,7 +252,8 @@ class SimEnv:
         window_s = sim.span("t", start, end, action)
         step_s = window_s / span
         stall = max(0.0, step_s - model.busy_s) / step_s if step_s > 0 else 0.0
-        rebuild = costs.agent_rebuild_s[action] / window_s if window_s > 0 else 0.0
+        # the build of the window entered now ran during the window that just ran
+        rebuild = costs.agent_rebuild_s[active] / window_s if window_s > 0 else 0.0
         awi, ati = divmod(active, P)
         decision = WindowDecision(WINDOWS[awi], None if ati == 0 else
                                   [o for o in range(P) if o != r][ati - 1])

@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from commgnn.config import ConfigError
 from commgnn.control.controller import (
     WINDOWS,
     ControllerState,
@@ -277,6 +278,10 @@ class GreenDyGNNSystem(System):
             {"cost_weights": self.options["cost_weights"],
              "delay_threshold_ms": self.options["delay_threshold_ms"], "policy": policy})
         self.policy_fallback = int(getattr(self.controller, "fallback", None) is not None)
+        trained_for = getattr(self.controller, "metadata", {}).get("world")
+        if trained_for is not None and int(trained_for) != ctx.world_size:
+            raise ConfigError(f"{policy}: policy trained for {trained_for} workers, the run "
+                              f"has {ctx.world_size}")
         self.estimator = CongestionEstimator(
             self.remote_owners, warmup_epochs=int(self.options["warmup_epochs"]),
             recent=int(self.options["recent_rtts"]),
