@@ -123,15 +123,21 @@ def test_deterministic_under_a_seed_and_leaves_global_state() -> None:
                                           strict=True))
 
 
-@pytest.mark.parametrize("done", [0.0, 1.0])
-def test_double_dqn_target(done: float) -> None:
-    """y = r + γ·(1 − done)·Q_target(s', argmax_a Q_online(s', a)): with linear Q-networks,
-    one SGD step of rate 1 on the (quadratic part of the) Huber loss sets Q(s, a) to y."""
+def linear_pair() -> tuple[QNetwork, QNetwork]:
+    """Linear Q-networks with Q_online(s') = [0, 1]·s' and Q_target(s') = [5, 2]·s'."""
     online, target = QNetwork(1, 2, ()), QNetwork(1, 2, ())
     with torch.no_grad():
         for net, w in ((online, [[0.0], [1.0]]), (target, [[5.0], [2.0]])):
             net.layers[0].weight.copy_(torch.tensor(w))
             net.layers[0].bias.zero_()
+    return online, target
+
+
+@pytest.mark.parametrize("done", [0.0, 1.0])
+def test_double_dqn_target(done: float) -> None:
+    """y = r + γ·(1 − done)·Q_target(s', argmax_a Q_online(s', a)): with linear Q-networks,
+    one SGD step of rate 1 on the (quadratic part of the) Huber loss sets Q(s, a) to y."""
+    online, target = linear_pair()
     # Q_online(s') = [0, 1] picks action 1, Q_target(s') = [5, 2]: the target uses 2 (plain
     # DQN would use 5, the online network 1)
     batch = (torch.zeros(1, 1), torch.tensor([0]), torch.tensor([0.5]), torch.ones(1, 1),
@@ -144,11 +150,7 @@ def test_double_dqn_target(done: float) -> None:
 
 
 def test_a_transition_of_several_steps_is_discounted_per_step() -> None:
-    online, target = QNetwork(1, 2, ()), QNetwork(1, 2, ())
-    with torch.no_grad():
-        for net, w in ((online, [[0.0], [1.0]]), (target, [[5.0], [2.0]])):
-            net.layers[0].weight.copy_(torch.tensor(w))
-            net.layers[0].bias.zero_()
+    online, target = linear_pair()
     batch = (torch.zeros(1, 1), torch.tensor([0]), torch.tensor([0.5]), torch.ones(1, 1),
              torch.tensor([0.0]), torch.tensor([3.0]))
     _update(online, target, torch.optim.SGD(online.parameters(), lr=1.0), batch,

@@ -33,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from commgnn.control.controller import WINDOWS
+from commgnn.control.controller import WINDOWS, StaticController
 from commgnn.control.costmodel import CALIBRATION_VERSION, CostModel
 from commgnn.control.workload import fit_hit_curve, fit_power, hit_rates, window_tables
 from commgnn.energy.target import TargetPowerModel
 from commgnn.files import write_json_atomic
 from commgnn.partition.io import load_partition
+from commgnn.systems.greendygnn import GreenDyGNNSystem
 from commgnn.train.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,8 @@ def _run_spec(template: RunSpec, *, window: int, epochs: int, delay_ms: float = 
         delays = {str(n): float(delay_ms) for n in range(1, template.workers)}
         network["congestion"] = {"kind": "epochs", "table": {"0": delays}, "period": 1,
                                  "applies_to": ["fetch"]}
-    options = {**template.system_options, "system": "greendygnn", "controller": "static",
+    options = {**template.system_options, "system": GreenDyGNNSystem.name,
+               "controller": StaticController.name,
                "window": int(window)}
     training = {**template.training, "epochs": int(epochs), "checkpoint": False,
                 "resume": False, "eval_every": 0}
