@@ -43,7 +43,7 @@ def test_srun_environment_is_recognised(monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "node17")
     monkeypatch.setenv("MASTER_PORT", "29600")
     env = external_env()
-    assert (env.rank, env.world_size, env.local_rank, env.launcher) == (3, 4, 1, "slurm")
+    assert (env.rank, env.world_size, env.local_rank, env.launcher) == (3, 4, 1, "srun")
     assert (env.master_addr, env.master_port, env.rpc_port) == ("node17", 29600, 29601)
 
 

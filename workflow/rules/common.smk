@@ -1,5 +1,6 @@
 # Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
+from commgnn import cluster
 from commgnn.data.sources import needs_network
 from commgnn.systems import get_system
 from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
@@ -23,6 +24,26 @@ def _commgnn_command():
 
 
 COMMGNN = _commgnn_command()
+
+
+# What jobs ask a cluster scheduler for (commgnn.cluster; `cluster:` in the config). A
+# workstation run (--cores N) uses only the thread counts.
+CLUSTER = cluster.ClusterSettings.from_config(config)
+
+
+def whole_machine(cluster_threads):
+    """Threads of a job that takes the whole workstation (timings stay uncontended): all
+    of --cores; on a cluster, where Snakemake has no core count, ``cluster_threads``."""
+    return workflow._cores or cluster_threads
+
+
+def dataset_shape(name):
+    return cluster.dataset_shape(config["datasets"][name])
+
+
+def light_resources(runtime=30):
+    """Resources of a small job (tables, figures), whatever the dataset."""
+    return cluster.light_resources(CLUSTER, runtime)
 
 
 def spec_arg(section, name):
@@ -60,6 +81,19 @@ def run_spec_arg(w):
 
 def all_runs():
     return [f"{RESULTS}/runs/{key}" for key in RUNS]
+
+
+def train_resources(w):
+    """A train cell's requests: a SLURM task per worker (commgnn.cluster.train_resources)."""
+    spec = RUNS[run_id(w)]
+    return cluster.train_resources(
+        dataset_shape(spec.dataset), spec.workers, spec.get("epochs"),
+        len(spec.get("fanouts")), spec.get("device"), CLUSTER)
+
+
+def train_launch(w, resources):
+    """`srun ...` before the train command inside a SLURM job, else nothing."""
+    return cluster.srun_prefix(dict(resources.items()))
 
 
 # Where the pipeline builds each input a system can declare in `needs`
@@ -162,6 +196,23 @@ for _spec in RUNS.values():
 
 def control_template(w):
     return CONTROL_TEMPLATES[f"{w.dataset}/{w.partitioning}/{w.model}_b{w.batch}_{w.network}"]
+
+
+def control_resources(w, step):
+    """Requests of `calibrate` or `validate_simulator`: their short runs spawn every worker
+    inside one job (commgnn.cluster.control_resources)."""
+    from commgnn.control.calibrate import CALIBRATION_DEFAULTS, VALIDATION_DEFAULTS
+
+    spec = control_template(w)
+    if step == "calibration":
+        s = {**CALIBRATION_DEFAULTS, **CONTROL.get("calibration", {})}
+        runs = len(set(s["windows"]))
+    else:
+        s = {**VALIDATION_DEFAULTS, **CONTROL.get("validation", {})}
+        runs = len(s["windows"]) * len(s["delays_ms"])
+    return cluster.control_resources(
+        dataset_shape(spec.dataset), spec.workers, runs, int(s["epochs"]),
+        len(spec.get("fanouts")), spec.get("device"), CLUSTER)
 
 
 def control_inputs(w):

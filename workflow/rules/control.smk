@@ -16,9 +16,12 @@ rule calibrate:
         f"{RESULTS}/logs/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/calibrate.log",
     benchmark:
         f"{RESULTS}/benchmarks/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/calibrate.tsv"
-    threads: workflow.cores
+    threads: lambda w: whole_machine(control_resources(w, "calibration")["cpus_per_task"])
     resources:
-        runtime=120,
+        cpus_per_task=lambda w: control_resources(w, "calibration")["cpus_per_task"],
+        mem_mb=lambda w: control_resources(w, "calibration")["mem_mb"],
+        runtime=lambda w: control_resources(w, "calibration")["runtime"],
+        gpu=lambda w: control_resources(w, "calibration").get("gpu", 0),
     conda:
         ENV
     shell:
@@ -41,9 +44,12 @@ rule validate_simulator:
         f"{RESULTS}/logs/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/validate.log",
     benchmark:
         f"{RESULTS}/benchmarks/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/validate.tsv"
-    threads: workflow.cores
+    threads: lambda w: whole_machine(control_resources(w, "validation")["cpus_per_task"])
     resources:
-        runtime=120,
+        cpus_per_task=lambda w: control_resources(w, "validation")["cpus_per_task"],
+        mem_mb=lambda w: control_resources(w, "validation")["mem_mb"],
+        runtime=lambda w: control_resources(w, "validation")["runtime"],
+        gpu=lambda w: control_resources(w, "validation").get("gpu", 0),
     conda:
         ENV
     shell:
@@ -67,7 +73,7 @@ rule train_policy:
         f"{RESULTS}/benchmarks/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/train_policy.tsv"
     threads: 1
     resources:
-        runtime=30,
+        **light_resources(runtime=30),
     conda:
         ENV
     shell:

@@ -37,7 +37,11 @@ rule dataset:
     benchmark:
         f"{RESULTS}/benchmarks/dataset/{{dataset}}.tsv"
     resources:
-        mem_mb=lambda w, attempt: 4000 * attempt,
+        mem_mb=lambda w, attempt: cluster.dataset_resources(dataset_shape(w.dataset), CLUSTER)[
+            "mem_mb"
+        ]
+        * attempt,
+        runtime=lambda w: cluster.dataset_resources(dataset_shape(w.dataset), CLUSTER)["runtime"],
     shell:
         "{params.cmd} dataset --name {wildcards.dataset} --spec {params.spec} {params.raw} "
         "--out {output} > {log} 2>&1"

@@ -18,6 +18,8 @@ rule system_figure:
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/figures/{{name}}.log",
+    resources:
+        **light_resources(),
     conda:
         ENV
     shell:

@@ -15,6 +15,9 @@ rule partition:
         f"{RESULTS}/logs/partition/{{dataset}}/{{partitioning}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/partition/{{dataset}}/{{partitioning}}.tsv"
+    resources:
+        mem_mb=lambda w: cluster.partition_resources(dataset_shape(w.dataset), CLUSTER)["mem_mb"],
+        runtime=lambda w: cluster.partition_resources(dataset_shape(w.dataset), CLUSTER)["runtime"],
     shell:
         "{params.cmd} partition --name {wildcards.partitioning} --spec {params.spec} "
         "--dataset {input} --out {output} > {log} 2>&1"
@@ -35,5 +38,7 @@ rule partition_table:
         ENV
     log:
         f"{RESULTS}/logs/tables/partition_stats.log",
+    resources:
+        **light_resources(),
     shell:
         "{params.cmd} partition-table --out {output} {input} > {log} 2>&1"

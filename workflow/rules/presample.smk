@@ -17,6 +17,13 @@ rule presample:
     benchmark:
         f"{RESULTS}/benchmarks/presample/{{dataset}}/{{partitioning}}/b{{batch}}_s{{seed}}.tsv"
     threads: 2
+    resources:
+        mem_mb=lambda w: cluster.presample_resources(
+            dataset_shape(w.dataset), TRAINING["epochs"], CLUSTER
+        )["mem_mb"],
+        runtime=lambda w: cluster.presample_resources(
+            dataset_shape(w.dataset), TRAINING["epochs"], CLUSTER
+        )["runtime"],
     conda:
         ENV
     shell:

@@ -14,6 +14,8 @@ rule rapidgnn_fig3:
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/figures/rapidgnn_fig3.log",
+    resources:
+        **light_resources(),
     conda:
         ENV
     shell:
@@ -33,6 +35,8 @@ rule rapidgnn_fig5:
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/figures/rapidgnn_fig5.log",
+    resources:
+        **light_resources(),
     conda:
         ENV
     shell:

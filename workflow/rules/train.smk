@@ -15,6 +15,7 @@ rule train:
         spec=lambda w: run_spec_arg(w),
         checkpoints=lambda w: f"{RESULTS}/checkpoints/{run_id(w)}",
         inputs=input_args,
+        launch=train_launch,
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/train/{{system}}/{{dataset}}/{{partitioning}}/"
@@ -24,11 +25,21 @@ rule train:
             f"{RESULTS}/benchmarks/train/{{system}}/{{dataset}}/{{partitioning}}/"
             "{model}_b{batch}_{network}_s{seed}.tsv"
         )
-    threads: workflow.cores
+    # One task per worker on a cluster; the whole machine on a workstation.
+    threads: lambda w: whole_machine(train_resources(w)["cpus_per_task"])
+    resources:
+        tasks=lambda w: train_resources(w)["tasks"],
+        cpus_per_task=lambda w: train_resources(w)["cpus_per_task"],
+        mem_mb=lambda w: train_resources(w)["mem_mb"],
+        runtime=lambda w: train_resources(w)["runtime"],
+        nodes=lambda w: train_resources(w).get("nodes", 1),
+        gpu=lambda w: train_resources(w).get("gpu", 0),
+        tasks_per_gpu=lambda w: train_resources(w).get("tasks_per_gpu", 0),
+        mpi=lambda w: train_resources(w).get("mpi"),
     conda:
         ENV
     shell:
-        "{params.cmd} train --spec {params.spec} --dataset {input.dataset} "
+        "{params.launch} {params.cmd} train --spec {params.spec} --dataset {input.dataset} "
         "--partition {input.partition} --out {output} --checkpoints {params.checkpoints} "
         "{params.inputs} > {log} 2>&1"
 
@@ -46,6 +57,8 @@ rule runs_table:
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/tables/runs.log",
+    resources:
+        **light_resources(),
     conda:
         ENV
     shell:

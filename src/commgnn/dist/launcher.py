@@ -35,7 +35,7 @@ class DistEnv:
     master_addr: str
     master_port: int  # c10d (gradient collectives)
     rpc_port: int  # TensorPipe RPC rendezvous
-    launcher: str  # "local" | "torchrun" | "slurm"
+    launcher: str  # how this worker was started: "spawn" | "torchrun" | "srun"
     local_rank: int = 0
 
 
@@ -56,16 +56,35 @@ def free_ports(addr: str, count: int) -> list[int]:
 
 
 def _slurm_master() -> str:
-    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    """The first node of the step: task 0 runs there (srun's block distribution)."""
+    nodelist = (os.environ.get("SLURM_STEP_NODELIST") or os.environ.get("SLURM_JOB_NODELIST")
+                or os.environ.get("SLURM_NODELIST"))
     if not nodelist:
-        raise RuntimeError("under srun: set MASTER_ADDR or SLURM_JOB_NODELIST")
+        raise WorkerFailed("under srun: set MASTER_ADDR or SLURM_STEP_NODELIST")
     out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
                          text=True, check=True)
     return out.stdout.split()[0]
 
 
-def external_env() -> DistEnv | None:
-    """The environment torchrun or srun set up for this process, if any."""
+#: Ports a SLURM step derives its rendezvous from (two each: c10d, then RPC).
+SLURM_PORT_BASE, SLURM_PORT_SLOTS = 20000, 20000
+
+
+def slurm_port(job_id: int, step_id: int) -> int:
+    """The c10d port of a SLURM step that names none (RPC takes the next one).
+
+    Every task of the step computes the same port from the job and step ids; two steps on
+    one node collide only when their ids agree modulo the 20000 slots (20000-59999).
+    """
+    return SLURM_PORT_BASE + 2 * ((job_id * 8 + step_id) % SLURM_PORT_SLOTS)
+
+
+def external_env(master_port: int = 0) -> DistEnv | None:
+    """The environment torchrun or srun set up for this process, if any.
+
+    Under srun the rendezvous is ``MASTER_ADDR`` (else the step's first node) and
+    ``MASTER_PORT``, else ``master_port`` when non-zero, else :func:`slurm_port`.
+    """
     if "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and
                                                "WORLD_SIZE" in os.environ):
         port = int(os.environ["MASTER_PORT"])
@@ -74,11 +93,13 @@ def external_env() -> DistEnv | None:
                        rpc_port=port + 1, launcher="torchrun",
                        local_rank=int(os.environ.get("LOCAL_RANK", 0)))
     if "SLURM_PROCID" in os.environ and int(os.environ.get("SLURM_NTASKS", "1")) > 1:
-        port = int(os.environ.get("MASTER_PORT", "29500"))
+        port = int(os.environ.get("MASTER_PORT") or master_port or
+                   slurm_port(int(os.environ.get("SLURM_JOB_ID", 0)),
+                              int(os.environ.get("SLURM_STEP_ID", 0))))
         addr = os.environ.get("MASTER_ADDR") or _slurm_master()
         return DistEnv(rank=int(os.environ["SLURM_PROCID"]),
                        world_size=int(os.environ["SLURM_NTASKS"]), master_addr=addr,
-                       master_port=port, rpc_port=port + 1, launcher="slurm",
+                       master_port=port, rpc_port=port + 1, launcher="srun",
                        local_rank=int(os.environ.get("SLURM_LOCALID", 0)))
     return None
 
@@ -95,7 +116,7 @@ def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, a
                  ports: list[int]) -> None:
     _die_with_parent()
     env = DistEnv(rank=rank, world_size=world_size, master_addr=addr, master_port=ports[0],
-                  rpc_port=ports[1], launcher="local", local_rank=rank)
+                  rpc_port=ports[1], launcher="spawn", local_rank=rank)
     worker_fn(env, *args)
 
 
@@ -120,7 +141,7 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
     (RPC), or on two free ports when it is 0; ``on_start`` receives their pids. Raises
     :class:`WorkerFailed`.
     """
-    env = external_env()
+    env = external_env(master_port)
     if env is not None:
         if env.world_size != world_size:
             raise WorkerFailed(f"launcher gives {env.world_size} workers but the run needs "

@@ -22,6 +22,7 @@ import logging
 import os
 import resource
 import shutil
+import socket
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -142,7 +143,7 @@ def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
     # On CUDA, NCCL carries the gradients and gloo the small CPU collectives (evaluation
     # sums, gathered records); on CPU, gloo carries everything.
     backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
-    if env.launcher == "local":
+    if env.launcher == "spawn":
         init_method = f"tcp://{env.master_addr}:{env.master_port}"
     else:  # torchrun's agent already serves a store on MASTER_PORT: join it via env://
         os.environ["MASTER_ADDR"] = env.master_addr
@@ -185,7 +186,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     spec = RunSpec.from_json(spec_json)
     logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, spec.workers)))
+    torch.set_num_threads(worker_threads(spec.workers))
     device = _device(spec.get("device"), env.local_rank)
     system_cls = get_system(spec.base_system)
     system = system_cls(spec.system_options)
@@ -201,7 +202,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
                                  env.world_size, num_epochs=spec.get("epochs"),
                                  nic_path=str(nic_path))
     _init_groups(env, spec, device)
-    if env.launcher != "local":
+    if env.launcher != "spawn":
         if env.rank == 0:
             prepare_staging(spec, paths)
         dist.barrier()
@@ -214,6 +215,14 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     dist.destroy_process_group()
     if env.rank == 0:
         emulator.nic.unlink()
+
+
+def worker_threads(workers: int) -> int:
+    """Intra-op threads of one worker: the CPUs SLURM gave its task, else an equal share of
+    this machine's CPUs."""
+    if os.environ.get("SLURM_CPUS_PER_TASK", "").isdigit():
+        return max(1, int(os.environ["SLURM_CPUS_PER_TASK"]))
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 def worker_meter(device: torch.device) -> EnergyMeter:
@@ -259,8 +268,9 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         {"time_dilation": value}
     emulator.set_time_dilation(run_info["time_dilation"])
     setups = [None] * world
-    dist.all_gather_object(setups, setup_s)
-    run_info["setup_s"] = max(setups)
+    dist.all_gather_object(setups, (setup_s, socket.gethostname()))
+    run_info["setup_s"] = max(setup for setup, _ in setups)
+    run_info["hosts"] = [host for _, host in setups]
 
     staging = paths.staging
     steps_out = JsonlWriter(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)

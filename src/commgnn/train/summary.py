@@ -221,7 +221,8 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         **metrics,
         "system_metrics": sorted(metrics),
         "device": str(device),
-        "launcher": launcher,
+        "launcher": launcher,  # how the workers were started: spawn, torchrun or srun
+        "world_size": spec.workers,  # `hosts` (from run_info): each worker's host name
         "network_spec": spec.network_spec,
         "training": spec.training,
         "system_options": {**system.options, "system": system.name},
