@@ -13,7 +13,6 @@ import yaml
 from commgnn import cluster
 from commgnn.data.store import write_dataset
 from commgnn.data.synthetic import generate_synthetic
-from commgnn.dist.launcher import external_env, slurm_port
 from commgnn.train.loop import worker_threads
 
 DEFAULTS = cluster.ClusterSettings()
@@ -82,22 +81,6 @@ def test_srun_prefix_only_inside_an_allocation():
     assert cluster.srun_prefix(res, environ={"SLURM_JOB_ID": "7"}) == (
         "srun --kill-on-bad-exit=1 --label --ntasks=4 --cpus-per-task=2 --nodes=2 "
         "--gpus-per-task=1")
-
-
-def test_slurm_port_is_shared_by_a_step_and_differs_between_steps(monkeypatch):
-    ports = {slurm_port(job, step) for job in range(100, 140) for step in range(3)}
-    assert len(ports) == 120 and all(20000 <= p < 59999 for p in ports)
-    for key in ("TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE", "MASTER_PORT"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("SLURM_PROCID", "1")
-    monkeypatch.setenv("SLURM_NTASKS", "2")
-    monkeypatch.setenv("SLURM_JOB_ID", "123")
-    monkeypatch.setenv("SLURM_STEP_ID", "4")
-    monkeypatch.setenv("MASTER_ADDR", "n1")
-    assert external_env().master_port == slurm_port(123, 4)
-    assert external_env(master_port=31000).master_port == 31000  # training.master_port
-    monkeypatch.setenv("MASTER_PORT", "29600")
-    assert external_env(master_port=31000).master_port == 29600
 
 
 def test_worker_threads_follow_the_slurm_task(monkeypatch):
