@@ -15,9 +15,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from commgnn.errors import ConfigError
 
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the key path."""
+__all__ = ["ConfigError", "load_config", "schema", "subschema", "validate"]
 
 
 @lru_cache(maxsize=1)
