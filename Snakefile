@@ -1,6 +1,11 @@
 # commgnn pipeline: dataset -> partition (-> presample -> train -> report in later stages).
 # Run: .venv/bin/snakemake --cores 2   (see README.md)
+import sys
+
 from snakemake.utils import min_version, validate
+
+from commgnn.config import ConfigError
+from commgnn.config import validate as validate_config
 
 min_version("8.0")
 
@@ -12,6 +17,14 @@ if not workflow.overwrite_configfiles:
 
 
 
+# The schema check with one line per problem (Snakemake's own validate prints the whole
+# schema), then Snakemake's, which fills in the schema's defaults.
+try:
+    validate_config(config, prefix="")
+except ConfigError as error:
+    print(f"commgnn: invalid configuration ({', '.join(map(str, workflow.configfiles))}): "
+          f"{error}", file=sys.stderr)
+    sys.exit(1)
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

@@ -2,8 +2,10 @@
 
 Snakemake rules call these with the relevant config section passed as JSON (``--spec``), so
 a rule's inputs are exactly what its command line says. Every subcommand validates its spec
-against the pipeline schema before doing any work and exits with status 2 and a one-line
-message on bad input.
+against the pipeline schema before doing any work. A user-facing failure
+(:class:`~commgnn.errors.CommgnnError`: bad config or input, a failed worker) exits with
+status 2 and one line naming the file, key or worker; anything else is a bug and exits with
+status 1, also as one line. ``commgnn --debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 
 from commgnn import config as cfg
-from commgnn.errors import InputError, WorkerFailed
+from commgnn.errors import CommgnnError, HostError
 
 log = logging.getLogger("commgnn")
 
@@ -31,11 +33,19 @@ def _spec(text: str, schema_def: str, where: str) -> dict:
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
+    from commgnn.checks import host_problems
     from commgnn.train.spec import expand_experiments
 
     config = cfg.load_config(args.config)
-    runs = expand_experiments(config)  # system options, names and pairings
-    print(f"{args.config}: valid ({len(runs)} runs)")
+    try:
+        runs = expand_experiments(config)  # names, system options, cross-field constraints
+        problems = [] if args.no_host else host_problems(config)
+        if problems:
+            raise HostError(cfg.listing(problems))
+    except cfg.ConfigError as exc:
+        raise type(exc)(f"{args.config}: {exc}") from None
+    where = "" if args.no_host else " on this host"
+    print(f"{args.config}: valid{where} ({len(runs)} runs)")
 
 
 def cmd_systems(args: argparse.Namespace) -> None:
@@ -46,10 +56,14 @@ def cmd_systems(args: argparse.Namespace) -> None:
 
 
 def cmd_dataset(args: argparse.Namespace) -> None:
+    from commgnn.checks import dataset_problems
     from commgnn.data.sources import build_dataset
     from commgnn.data.store import write_dataset
 
     spec = _spec(args.spec, "dataset", f"datasets.{args.name}")
+    problems = dataset_problems(args.name, spec)
+    if problems:
+        raise cfg.ConfigError(cfg.listing(problems))
     start = time.perf_counter()
     ds = build_dataset(args.name, spec, raw_dir=args.raw)
     built = time.perf_counter()
@@ -83,6 +97,8 @@ def cmd_runs_table(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from commgnn.checks import training_host_problems
+    from commgnn.dist.launcher import external_env
     from commgnn.train.loop import RunPaths, run
     from commgnn.train.spec import RunSpec
 
@@ -90,6 +106,9 @@ def cmd_train(args: argparse.Namespace) -> None:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+    problems = training_host_problems(spec.training, rendezvous=external_env() is None)
+    if problems:
+        raise HostError(cfg.listing(problems))
     inputs = {}
     for item in args.input:
         name, sep, path = item.partition("=")
@@ -198,10 +217,15 @@ def cmd_partition(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="commgnn", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of any failure (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("validate", help="validate a config file against the schema")
+    p = sub.add_parser("validate", help="check a config file: schema, duplicate keys, "
+                                        "cross-field constraints and this host")
     p.add_argument("config", type=Path)
+    p.add_argument("--no-host", action="store_true",
+                   help="skip the checks of this host (the workers run elsewhere)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("systems", help="list the registered systems and their options")
@@ -299,10 +323,26 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
-    except (cfg.ConfigError, InputError, WorkerFailed) as exc:
-        print(f"commgnn {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"commgnn {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, CommgnnError) else 1
+    except KeyboardInterrupt:
+        print(f"commgnn {args.command}: interrupted", file=sys.stderr)
+        return 130
     return 0
+
+
+def _one_line(exc: Exception) -> str:
+    """A failure as the CLI reports it: a :class:`CommgnnError`'s own message (a listing of
+    several problems keeps its lines); anything else, which is a bug, as its type and
+    first line, with a pointer to ``--debug``."""
+    if isinstance(exc, CommgnnError):
+        return str(exc)
+    first = next((line for line in str(exc).splitlines() if line.strip()), "")
+    return (f"internal error: {type(exc).__name__}: {first.strip()} "
+            "(run `commgnn --debug ...` for the traceback)")
 
 
 if __name__ == "__main__":

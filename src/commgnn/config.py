@@ -17,7 +17,8 @@ import yaml
 
 from commgnn.errors import ConfigError
 
-__all__ = ["ConfigError", "load_config", "schema", "subschema", "validate"]
+__all__ = ["ConfigError", "listing", "load_config", "read_yaml", "schema", "subschema",
+           "validate"]
 
 
 @lru_cache(maxsize=1)
@@ -35,7 +36,7 @@ def subschema(name: str) -> dict:
 
 def _key_path(prefix: str, error: jsonschema.ValidationError) -> str:
     parts = [prefix, *(str(p) for p in error.absolute_path)]
-    return ".".join(parts)
+    return ".".join(part for part in parts if part) or "(top level)"
 
 
 def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
@@ -45,27 +46,66 @@ def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     return error
 
 
+def listing(problems: list[str]) -> str:
+    """Problems as one message: the line itself when there is one, else a count and one
+    indented line each."""
+    unique = list(dict.fromkeys(problems))
+    if len(unique) == 1:
+        return unique[0]
+    return f"{len(unique)} problems:\n  " + "\n  ".join(unique)
+
+
 def validate(data: Any, schema_dict: dict | None = None, prefix: str = "config") -> None:
     """Validate ``data``; raise :class:`ConfigError` listing every problem by key path."""
     validator_cls = jsonschema.validators.validator_for(schema_dict or schema())
     validator = validator_cls(schema_dict or schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = []
-        for err in errors:
-            err = _deepest(err)
-            lines.append(f"{_key_path(prefix, err)}: {err.message}")
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(dict.fromkeys(lines)))
+        raise ConfigError(listing([f"{_key_path(prefix, err)}: {err.message}"
+                                   for err in map(_deepest, errors)]))
 
 
-def load_config(path: str | Path) -> dict:
-    """Read a YAML config file, validate it and return it as a dict."""
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses a mapping with the same key twice."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode,
+                                deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(f"{key_node.start_mark.name}:{line}: duplicate key {key!r} "
+                              f"(first at line {seen[key]})")
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                              _mapping_without_duplicates)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's content; :class:`ConfigError` naming the file (and line) when it is
+    missing, not YAML, or has a duplicate key in any mapping."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        with path.open() as stream:
+            return yaml.load(stream, Loader=_StrictLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
-    validate(data, prefix=str(path))
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML ({detail})") from exc
+
+
+def load_config(path: str | Path) -> dict:
+    """Read a YAML config file (duplicate keys are errors), validate it against the schema
+    and return it; :class:`ConfigError` messages start with the file."""
+    data = read_yaml(path)
+    try:
+        validate(data, prefix="")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     return data

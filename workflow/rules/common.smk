@@ -1,12 +1,42 @@
 # Shared helpers for every workflow file: results location, the CLI, config lookups.
 import json
 from commgnn import cluster
+from commgnn.checks import path_problems, training_host_problems
+from commgnn.config import listing
+from commgnn.errors import CommgnnError, HostError
 from commgnn.data.sources import needs_network
 from commgnn.systems import get_system
 from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
 import shlex
 import sys
 from pathlib import Path
+
+# Checks beyond the schema (commgnn.checks): cross-field constraints (in
+# expand_experiments below) and the results and dataset paths before the DAG is built;
+# the training settings against this host (interface, master address and port, CUDA)
+# just before the first job when jobs run here (onstart: neither in a dry run nor under a
+# cluster executor, whose jobs run elsewhere and check at `commgnn train`). Duplicate keys
+# in a config file are refused by Snakemake's loader ("not valid JSON or YAML");
+# `commgnn validate FILE` names the line.
+def _config_failure(error):
+    """End the run before any job with the config's problems, one line each."""
+    print(f"commgnn: invalid configuration ({', '.join(map(str, workflow.configfiles))}): "
+          f"{error}", file=sys.stderr)
+    sys.exit(1)
+
+
+if workflow.is_main_process:
+    _paths = path_problems(config)
+    if _paths:
+        _config_failure(HostError(listing(_paths)))
+
+
+onstart:
+    if workflow.local_exec and config.get("experiments"):
+        _host = training_host_problems(config.get("training") or {})
+        if _host:
+            _config_failure(HostError(listing(_host)))
+
 
 RESULTS = config.get("results_dir", "results")
 ENV = "../../envs/commgnn.yaml"
@@ -67,7 +97,10 @@ def all_partitions():
 
 
 
-RUNS = {spec.run_id: spec for spec in expand_experiments(config)}
+try:
+    RUNS = {spec.run_id: spec for spec in expand_experiments(config)}
+except CommgnnError as _error:
+    _config_failure(_error)
 TRAINING = {**TRAINING_DEFAULTS, **config.get("training", {})}
 
 

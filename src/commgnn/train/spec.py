@@ -137,14 +137,19 @@ def network_spec(config: dict, name: str) -> dict:
 def expand_experiments(config: dict) -> list[RunSpec]:
     """The cross product of every ``experiments`` entry, de-duplicated, in a stable order.
 
-    Checks the config first (:func:`commgnn.systems.registry.check_config`); each run's
+    Checks the config first (:func:`commgnn.systems.registry.check_config`, then every
+    cross-field constraint of :func:`commgnn.checks.config_problems`); each run's
     ``system_options`` are its system's resolved options (defaults filled in, ``system``
     naming the implementation). Raises :class:`~commgnn.config.ConfigError`.
     """
-    from commgnn.config import ConfigError
+    from commgnn.checks import config_problems
+    from commgnn.config import ConfigError, listing
     from commgnn.systems.registry import check_config, resolve_system
 
     check_config(config)
+    problems = config_problems(config)
+    if problems:
+        raise ConfigError(listing(problems))
     training = {**TRAINING_DEFAULTS, **config.get("training", {})}
     runs: dict[str, RunSpec] = {}
     for index, exp in enumerate(config.get("experiments", [])):

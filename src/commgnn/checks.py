@@ -1,0 +1,445 @@
+"""Everything about a config the schema cannot say: cross-field constraints and this host.
+
+:func:`config_problems` checks what follows from the config alone (a partitioning with
+more parts than its datasets have nodes, fewer chunks than parts, split fractions past 1,
+evaluation fan-outs of another depth than the model, network links or congested machines
+that do not exist, RPC timeouts shorter than one emulated round trip, references to
+undefined names …); :func:`host_problems` what depends on the machine the workers will
+run on (the results directory, a dataset path, the network interface and master address,
+a free master port, a CUDA device). Each problem is one line ``<key path>: <value>: what is
+wrong``; :func:`check_config` raises one :class:`~commgnn.errors.ConfigError` (or
+:class:`~commgnn.errors.HostError`) listing all of them.
+
+``commgnn validate`` runs both. The workflow runs the cross-field checks and
+:func:`path_problems` before it builds its DAG, and :func:`training_host_problems` just
+before its first job when the jobs run on this machine; ``commgnn train`` runs the latter
+where its workers start.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import math
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+from commgnn.config import listing
+from commgnn.errors import ConfigError, HostError
+
+#: Timeouts below this cannot cover the workers' start-up spread (a 2-worker run on the
+#: 600-node tiny dataset failed at rendezvous with 0.05 s and passed with 0.3 s here).
+MIN_TIMEOUT_S = 1.0
+
+PLANETOID_FILES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
+
+
+def check_config(config: dict, host: bool = True) -> None:
+    """Raise :class:`ConfigError` listing every cross-field problem of a schema-valid
+    ``config`` (and, with ``host``, :class:`HostError` for every host problem)."""
+    problems = config_problems(config)
+    if problems:
+        raise ConfigError(listing(problems))
+    if host:
+        problems = host_problems(config)
+        if problems:
+            raise HostError(listing(problems))
+
+
+# -- cross-field ------------------------------------------------------------------------
+def config_problems(config: dict) -> list[str]:
+    """Every constraint between fields of a schema-valid config, one line per problem."""
+    problems: list[str] = []
+    for check in (_dataset_problems, _partitioning_problems, _training_node_problems,
+                  _reference_problems, _depth_problems, _network_problems,
+                  _timeout_problems):
+        problems += check(config)
+    return problems
+
+
+def dataset_problems(name: str, spec: dict) -> list[str]:
+    """A ``datasets.<name>`` entry's own constraints (a generator's parameters)."""
+    where = f"datasets.{name}"
+    source = spec.get("source")
+    try:
+        if source == "synthetic":
+            from commgnn.data.synthetic import resolve_synthetic_spec
+
+            resolve_synthetic_spec(spec)
+        elif source == "rmat":
+            from commgnn.data.rmat import resolve_rmat_spec
+
+            resolve_rmat_spec(spec)
+    except ValueError as exc:
+        return [f"{where}: {exc}"]
+    return []
+
+
+def _dataset_problems(config: dict) -> list[str]:
+    problems = []
+    for name, spec in config.get("datasets", {}).items():
+        problems += dataset_problems(name, spec)
+    return problems
+
+
+def _nodes(config: dict) -> dict[str, int]:
+    """Node counts of the datasets whose size the config fixes (valid generators, public
+    datasets)."""
+    from commgnn.cluster import dataset_shape
+
+    counts = {}
+    for name, spec in config.get("datasets", {}).items():
+        if dataset_problems(name, spec):
+            continue
+        try:
+            counts[name] = dataset_shape(spec).nodes
+        except ValueError:  # no published shape: checked when it is converted
+            continue
+    return counts
+
+
+def _partitioning_problems(config: dict) -> list[str]:
+    problems = []
+    nodes = _nodes(config)
+    for name, spec in config.get("partitionings", {}).items():
+        where = f"partitionings.{name}"
+        parts, method = spec["parts"], spec["method"]
+        if method != "chunk":
+            problems += [f"{where}.{key}: {spec[key]!r}: only the chunk method takes it "
+                         f"(method is {method})" for key in ("chunks", "chunk_method")
+                         if key in spec]
+            units = parts
+        else:
+            units = spec.get("chunks", max(parts, 2))
+            if units < parts:
+                problems.append(f"{where}.chunks: {units}: fewer chunks than parts ({parts}); "
+                                "every worker needs a chunk of its own")
+            if units < 2:
+                problems.append(f"{where}.chunks: {units}: the chunk schedule needs at "
+                                "least 2 chunks")
+        for dataset, count in nodes.items():
+            if units > count:
+                what = "chunks" if method == "chunk" else "parts"
+                problems.append(f"{where}.{what}: {units}: more {what} than dataset "
+                                f"{dataset!r} has nodes ({count})")
+    return problems
+
+
+def _training_node_problems(config: dict) -> list[str]:
+    """Every worker needs training nodes of its own: a dataset trained with P parts needs
+    at least P of them (necessary, not sufficient: the partition decides)."""
+    from commgnn.cluster import dataset_shape
+
+    problems = []
+    datasets, partitionings = config.get("datasets", {}), config.get("partitionings", {})
+    for index, experiment in _experiment_items(config):
+        for name in experiment["datasets"]:
+            spec = datasets.get(name)
+            if spec is None or dataset_problems(name, spec):
+                continue
+            try:
+                train = dataset_shape(spec).train_nodes
+            except ValueError:
+                continue
+            for part in experiment["partitionings"]:
+                parts = partitionings.get(part, {}).get("parts", 0)
+                if train < parts:
+                    problems.append(f"experiments[{index}]: dataset {name!r} has {train} "
+                                    f"training nodes, fewer than partitioning {part!r}'s "
+                                    f"{parts} parts: a worker would have none to train")
+    return problems
+
+
+def _experiment_items(config: dict) -> Iterator[tuple[int, dict]]:
+    from commgnn.train.spec import EXPERIMENT_DEFAULTS
+
+    for index, experiment in enumerate(config.get("experiments") or []):
+        yield index, {**EXPERIMENT_DEFAULTS, **experiment}
+
+
+def _reference_problems(config: dict) -> list[str]:
+    """Names that must be defined: ``control.network``."""
+    from commgnn.train.spec import network_spec
+
+    problems = []
+    control_network = (config.get("control") or {}).get("network")
+    if control_network is not None:
+        try:
+            network_spec(config, control_network)
+        except ValueError as exc:
+            problems.append(f"control.network: {exc}")
+    return problems
+
+
+def _model_depths(config: dict) -> dict[str, int]:
+    """Every experiment model's depth: its suffix, else the length of ``fanouts``."""
+    from commgnn.train.spec import TRAINING_DEFAULTS, split_model
+
+    fanouts = (config.get("training") or {}).get("fanouts", TRAINING_DEFAULTS["fanouts"])
+    depths = {}
+    for _, experiment in _experiment_items(config):
+        for model in experiment["models"]:
+            depths[model] = split_model(model)[1] or len(fanouts)
+    return depths
+
+
+def _depth_problems(config: dict) -> list[str]:
+    training = config.get("training") or {}
+    problems = []
+    for depth, fanouts in (training.get("depth_fanouts") or {}).items():
+        if len(fanouts) != int(depth):
+            problems.append(f"training.depth_fanouts.{depth}: {fanouts}: {len(fanouts)} "
+                            f"fan-outs for {depth} layers")
+    eval_fanouts = training.get("eval_fanouts")
+    if eval_fanouts is not None:
+        for model, depth in sorted(_model_depths(config).items()):
+            if len(eval_fanouts) != depth:
+                problems.append(f"training.eval_fanouts: {eval_fanouts}: {len(eval_fanouts)} "
+                                f"fan-outs, but model {model!r} has {depth} layers")
+    return problems
+
+
+def _network_uses(config: dict) -> dict[str, set[int]]:
+    """For each network name an experiment uses: the worker counts it runs with."""
+    parts = {name: spec["parts"] for name, spec in config.get("partitionings", {}).items()}
+    uses: dict[str, set[int]] = {}
+    for _, experiment in _experiment_items(config):
+        counts = {parts[p] for p in experiment["partitionings"] if p in parts}
+        for network in experiment["networks"]:
+            uses.setdefault(network, set()).update(counts)
+    control_network = (config.get("control") or {}).get("network")
+    if control_network is not None:
+        uses.setdefault(control_network, set()).update(parts.values())
+    return uses
+
+
+def _network_problems(config: dict) -> list[str]:
+    """Links and congested machines that exist for every worker count the network runs
+    with, and a schedule the emulator can build."""
+    from commgnn.dist.netem import network_from_spec
+
+    epochs = (config.get("training") or {}).get("epochs", 3)
+    problems = []
+    networks = config.get("networks") or {}
+    for name, workers in sorted(_network_uses(config).items()):
+        spec = networks.get(name)
+        if spec is None:
+            continue  # a preset, or undefined (reported by the experiment expansion)
+        where = f"networks.{name}"
+        for count in sorted(workers):
+            found = _link_problems(where, spec, count) + _congestion_problems(where, spec,
+                                                                              count)
+            if not found:
+                try:
+                    network_from_spec(spec, count, num_epochs=epochs)
+                except (ValueError, KeyError, IndexError, TypeError) as exc:
+                    found = [f"{where}: {exc} (with {count} workers)"]
+            problems += found
+    return problems
+
+
+def _link_problems(where: str, spec: dict, workers: int) -> list[str]:
+    problems = []
+    for index, link in enumerate(spec.get("links") or []):
+        for end in ("src", "dst"):
+            if link[end] >= workers:
+                problems.append(f"{where}.links[{index}].{end}: {link[end]}: no such worker "
+                                f"in a {workers}-worker run (workers 0..{workers - 1})")
+        if link["src"] == link["dst"]:
+            problems.append(f"{where}.links[{index}]: src = dst = {link['src']}: a link joins "
+                            "two workers")
+    return problems
+
+
+def _machines(spec: dict, workers: int) -> int:
+    return math.ceil(workers / spec.get("workers_per_node", 1))
+
+
+def _congestion_problems(where: str, spec: dict, workers: int) -> list[str]:
+    congestion = spec.get("congestion") or {}
+    machines = _machines(spec, workers)
+    named: list[tuple[str, int]] = []
+    kind = congestion.get("kind")
+    if kind == "scenario":
+        named = [(f"nodes[{i}]", n) for i, n in enumerate(congestion.get("nodes") or [])]
+    elif kind == "greendygnn":
+        named = [(f"exclude_nodes[{i}]", n)
+                 for i, n in enumerate(congestion.get("exclude_nodes") or [])]
+    elif kind == "epochs":
+        named = [(f"table.{epoch}.{node}", int(node))
+                 for epoch, row in (congestion.get("table") or {}).items() for node in row]
+    elif kind == "time":
+        named = [(f"segments[{i}].delays_ms.{node}", int(node))
+                 for i, seg in enumerate(congestion.get("segments") or [])
+                 for node in (seg.get("delays_ms") or {})]
+    return [f"{where}.congestion.{key}: {node}: no such machine in a {workers}-worker run "
+            f"({machines} machines, 0..{machines - 1})" for key, node in named
+            if node >= machines]
+
+
+def _timeout_problems(config: dict) -> list[str]:
+    """Timeouts under :data:`MIN_TIMEOUT_S`, and RPC/collective timeouts no longer than
+    one empty round trip (all-reduce) on a network an experiment runs on, at its fixed time
+    dilation (``auto``: at least 1)."""
+    from commgnn.dist.netem import network_from_spec
+    from commgnn.train.spec import TRAINING_DEFAULTS, network_spec
+
+    training = {**TRAINING_DEFAULTS, **(config.get("training") or {})}
+    problems = [f"training.{key}: {training[key]}: shorter than {MIN_TIMEOUT_S} s, which "
+                "worker start-up alone needs" for key in ("rpc_timeout_s",
+                                                           "collective_timeout_s")
+                if training[key] < MIN_TIMEOUT_S]
+    if problems:
+        return problems
+    for name, workers in sorted(_network_uses(config).items()):
+        try:
+            spec = network_spec(config, name)
+            worst = {count: _worst_round_trips(network_from_spec(spec, count,
+                                                                 training["epochs"]),
+                                               training["epochs"]) for count in workers}
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue  # reported by the network checks
+        for count, (rpc_s, allreduce_s) in sorted(worst.items()):
+            for key, need in (("rpc_timeout_s", rpc_s), ("collective_timeout_s", allreduce_s)):
+                if training[key] <= need:
+                    problems.append(
+                        f"training.{key}: {training[key]}: network {name!r} with {count} "
+                        f"workers takes {need:.3g} s for an empty "
+                        f"{'round trip' if key == 'rpc_timeout_s' else 'all-reduce'} "
+                        "(dilated, congested): no such call can finish in time")
+    return problems
+
+
+def _worst_round_trips(emulator, epochs: int) -> tuple[float, float]:
+    """The slowest empty RPC round trip and empty ring all-reduce of any epoch."""
+    workers = emulator.num_workers
+    rpc_s = allreduce_s = 0.0
+    for epoch in range(epochs):
+        for src in range(workers):
+            for dst in range(workers):
+                if src != dst:
+                    rpc_s = max(rpc_s, emulator.request_cost_s(src, dst, 0, 0, epoch, 0.0))
+            allreduce_s = max(allreduce_s, emulator.ring_allreduce_cost_s(src, workers, 0,
+                                                                          epoch, 0.0))
+    return rpc_s, allreduce_s
+
+
+# -- this host --------------------------------------------------------------------------
+def host_problems(config: dict) -> list[str]:
+    """What the config asks of this machine: :func:`path_problems`, and the training
+    settings of :func:`training_host_problems` when there are experiments to run."""
+    problems = path_problems(config)
+    if config.get("experiments"):
+        problems += training_host_problems(config.get("training") or {})
+    return problems
+
+
+def path_problems(config: dict) -> list[str]:
+    """A results directory that is (or can become) a writable directory, and dataset
+    paths that exist."""
+    problems = _results_problems(config.get("results_dir", "results"))
+    for name, spec in config.get("datasets", {}).items():
+        problems += _dataset_path_problems(name, spec)
+    return problems
+
+
+def _results_problems(results_dir: str) -> list[str]:
+    path = Path(results_dir)
+    existing = next((p for p in [path, *path.parents] if p.exists()), Path("."))
+    if existing.is_file() or (existing != path and not existing.is_dir()):
+        what = "is a file" if existing == path else f"is under the file {existing}"
+        return [f"results_dir: {results_dir!r}: {what}, not a directory"]
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return [f"results_dir: {results_dir!r}: {existing} is not writable"]
+    return []
+
+
+def _dataset_path_problems(name: str, spec: dict) -> list[str]:
+    where = f"datasets.{name}"
+    if spec["source"] == "planetoid":
+        root = Path(spec["path"])
+        if not root.is_dir():
+            return [f"{where}.path: {spec['path']!r}: no such directory"]
+        missing = [f"ind.{spec['name']}.{s}" for s in PLANETOID_FILES
+                   if not (root / f"ind.{spec['name']}.{s}").is_file()]
+        if missing:
+            return [f"{where}.path: {spec['path']!r}: lacks {', '.join(missing)}"]
+    elif spec["source"] in ("ogb", "reddit") and Path(spec.get("root", ".")).is_file():
+        return [f"{where}.root: {spec['root']!r}: is a file, not a directory"]
+    return []
+
+
+def training_host_problems(training: dict, rendezvous: bool = True) -> list[str]:
+    """Whether this host has the ``training`` section's interface and device and, with
+    ``rendezvous`` (the local launcher serves it here), its master address and fixed master
+    port. Run where the workers start (``commgnn train``)."""
+    from commgnn.train.spec import TRAINING_DEFAULTS
+
+    settings = {**TRAINING_DEFAULTS, **training}
+    problems = []
+    addresses = _local_addresses()
+    interface = settings["interface"]
+    if interface is not None and interface not in addresses:
+        problems.append(f"training.interface: {interface!r}: no such network interface "
+                        f"here (have {', '.join(sorted(addresses))})")
+    if not rendezvous:
+        return problems + _device_problems(settings["device"])
+    addr = settings["master_addr"]
+    local = _is_local(addr, addresses)
+    if local is None:
+        problems.append(f"training.master_addr: {addr!r}: does not resolve")
+    elif not local:
+        problems.append(f"training.master_addr: {addr!r}: not an address of this host, "
+                        "where the local launcher starts the rendezvous")
+    elif interface is not None and interface in addresses and \
+            not _is_local(addr, {interface: addresses[interface]}):
+        problems.append(f"training.master_addr: {addr!r}: not on training.interface "
+                        f"{interface!r} ({', '.join(addresses[interface])})")
+    port = settings["master_port"]
+    if port and local:
+        busy = [p for p in (port, port + 1) if _port_busy(addr, p)]
+        if busy:
+            problems.append(f"training.master_port: {port}: port {busy[0]} on {addr} is in "
+                            "use (0 picks free ports)")
+    return problems + _device_problems(settings["device"])
+
+
+def _device_problems(device: str) -> list[str]:
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return ["training.device: 'cuda': this host has no usable CUDA device"]
+    return []
+
+
+def _local_addresses() -> dict[str, list[str]]:
+    """Interface name → its IPv4/IPv6 addresses."""
+    import psutil
+
+    return {name: [a.address.split("%")[0] for a in entries
+                   if a.family in (socket.AF_INET, socket.AF_INET6)]
+            for name, entries in psutil.net_if_addrs().items()}
+
+
+def _is_local(addr: str, addresses: dict[str, list[str]]) -> bool | None:
+    """Whether ``addr`` (a name or an address) is one of ``addresses``; None if it does
+    not resolve."""
+    try:
+        infos = socket.getaddrinfo(addr, None)
+    except socket.gaierror:
+        return None
+    mine = {ipaddress.ip_address(a) for found in addresses.values() for a in found}
+    return any(ipaddress.ip_address(info[4][0].split("%")[0]) in mine for info in infos)
+
+
+def _port_busy(addr: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((addr, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
