@@ -50,10 +50,14 @@ CROSS_FIELD = {
         "partitionings.m400.parts: 400: more parts than dataset 'tiny' has nodes (300)"),
     "chunks < parts": (
         lambda c: c["partitionings"].update(c4={"method": "chunk", "parts": 4, "chunks": 3}),
-        "partitionings.c4.chunks: 3: fewer chunks than parts (4)"),
+        "partitionings.c4: partitioning.chunks = 3 < parts = 4: every worker needs its own "
+        "base chunk"),
     "chunks on metis": (
         lambda c: c["partitionings"]["m2"].update(chunks=4),
-        "partitionings.m2.chunks: 4: only the chunk method takes it (method is metis)"),
+        "partitionings.m2: partitioning: ['chunks'] only apply to method 'chunk'"),
+    "balance_train without METIS": (
+        lambda c: c["partitionings"]["c2"].update(balance_train=True),
+        "partitionings.c2: partitioning.balance_train only applies to METIS partitioning"),
     "split past 1": (
         lambda c: c["datasets"]["tiny"].update(split={"train": 0.6, "val": 0.3, "test": 0.3}),
         "datasets.tiny: synthetic: 'split' fractions"),
@@ -137,15 +141,16 @@ def test_cross_field_problem_is_one_line_naming_the_key(case):
 
 
 def test_several_problems_are_listed_one_per_line():
-    config = _with(lambda c: c["partitionings"]["m2"].update(parts=400, chunks=4))
+    config = _with(lambda c: (c["partitionings"]["m2"].update(parts=400),
+                              c["partitionings"]["c2"].update(chunks=1)))
     problems = config_problems(config)
     assert problems == [
-        "partitionings.m2.chunks: 4: only the chunk method takes it (method is metis)",
         "partitionings.m2.parts: 400: more parts than dataset 'tiny' has nodes (300)",
+        "partitionings.c2: partitioning.chunks = 1 outside [2, 65536]",
         "experiments[0]: dataset 'tiny' has 180 training nodes, fewer than partitioning "
         "'m2''s 400 parts: a worker would have none to train",
     ]
-    with pytest.raises(ConfigError, match=r"^3 problems:\n  partitionings.m2.chunks"):
+    with pytest.raises(ConfigError, match=r"^3 problems:\n  partitionings.m2.parts"):
         expand_experiments(config)
 
 

@@ -101,29 +101,22 @@ def _nodes(config: dict) -> dict[str, int]:
 
 
 def _partitioning_problems(config: dict) -> list[str]:
+    """Each partitioning's own constraints (:func:`commgnn.partition.core.normalize_spec`),
+    and no more parts or chunks than any dataset has nodes."""
+    from commgnn.partition.core import normalize_spec
+
     problems = []
     nodes = _nodes(config)
     for name, spec in config.get("partitionings", {}).items():
-        where = f"partitionings.{name}"
-        parts, method = spec["parts"], spec["method"]
-        if method != "chunk":
-            problems += [f"{where}.{key}: {spec[key]!r}: only the chunk method takes it "
-                         f"(method is {method})" for key in ("chunks", "chunk_method")
-                         if key in spec]
-            units = parts
-        else:
-            units = spec.get("chunks", max(parts, 2))
-            if units < parts:
-                problems.append(f"{where}.chunks: {units}: fewer chunks than parts ({parts}); "
-                                "every worker needs a chunk of its own")
-            if units < 2:
-                problems.append(f"{where}.chunks: {units}: the chunk schedule needs at "
-                                "least 2 chunks")
-        for dataset, count in nodes.items():
-            if units > count:
-                what = "chunks" if method == "chunk" else "parts"
-                problems.append(f"{where}.{what}: {units}: more {what} than dataset "
-                                f"{dataset!r} has nodes ({count})")
+        try:
+            spec = normalize_spec(spec)
+        except ValueError as exc:
+            problems.append(f"partitionings.{name}: {exc}")
+            continue
+        key = "chunks" if spec["method"] == "chunk" else "parts"
+        problems += [f"partitionings.{name}.{key}: {spec[key]}: more {key} than dataset "
+                     f"{dataset!r} has nodes ({count})" for dataset, count in nodes.items()
+                     if spec[key] > count]
     return problems
 
 

@@ -106,6 +106,11 @@ def cmd_train(args: argparse.Namespace) -> None:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+    given = {key: value for key, value in spec.training.items() if value is not None}
+    cfg.validate(given, cfg.subschema("training"), prefix="--spec training")
+    if isinstance(spec.network_spec, dict):
+        cfg.validate(spec.network_spec, cfg.subschema("network"),
+                     prefix=f"--spec network_spec ({spec.network})")
     problems = training_host_problems(spec.training, rendezvous=external_env() is None)
     if problems:
         raise HostError(cfg.listing(problems))
