@@ -274,6 +274,22 @@ def test_steps_refuse_bad_input_before_any_work(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_missing_inputs_and_os_errors_are_one_line(tmp_path):
+    missing = tmp_path / "nope"
+    proc = _commgnn("figure", "rapidgnn_fig5", "--out", str(tmp_path / "f.png"), str(missing))
+    assert (proc.returncode, proc.stderr) == (2, f"commgnn figure: error: {missing}: missing\n")
+    proc = _commgnn("runs-table", "--out", str(tmp_path / "r.csv"), str(missing))
+    assert (proc.returncode, proc.stderr) == (
+        2, f"commgnn runs-table: error: {missing / 'summary.json'}: missing (an unfinished "
+           "run?)\n")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    proc = _commgnn("download", "--name", "x", "--out", str(afile / "x"), "--spec",
+                    json.dumps({"source": "ogb", "name": "ogbn-arxiv"}))
+    assert (proc.returncode, proc.stderr) == (
+        2, f"commgnn download: error: {afile / 'x'}: Not a directory\n")
+
+
 def test_a_bug_is_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
     def broken(args):
         raise KeyError("spam")

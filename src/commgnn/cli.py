@@ -11,6 +11,7 @@ status 1, also as one line. ``commgnn --debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import sys
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 from commgnn import config as cfg
-from commgnn.errors import CommgnnError, HostError
+from commgnn.errors import CommgnnError, HostError, InputError
 
 log = logging.getLogger("commgnn")
 
@@ -91,9 +92,19 @@ def cmd_partition_table(args: argparse.Namespace) -> None:
 def cmd_runs_table(args: argparse.Namespace) -> None:
     from commgnn.report.tables import runs_table
 
+    _require(args.runs, "summary.json")
     frame = runs_table(args.runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
+
+
+def _require(paths: list[Path], member: str | None = None) -> None:
+    """InputError naming the first of ``paths`` (or its ``member`` file) that is missing."""
+    for path in paths:
+        target = path / member if member else path
+        if not target.exists():
+            hint = " (an unfinished run?)" if member == "summary.json" else ""
+            raise InputError(f"{target}: missing{hint}")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -202,6 +213,7 @@ def cmd_figure(args: argparse.Namespace) -> None:
 
     if args.name not in FIGURES:
         raise cfg.ConfigError(f"unknown figure {args.name!r}; known: {FIGURES}")
+    _require(args.inputs)
     module = importlib.import_module(f"commgnn.report.figures.{args.name}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     data = module.make(args.inputs, args.out)
@@ -332,19 +344,34 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"commgnn {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, CommgnnError) else 1
+        return 2 if _user_facing(exc) else 1
     except KeyboardInterrupt:
         print(f"commgnn {args.command}: interrupted", file=sys.stderr)
         return 130
     return 0
 
 
+#: OS errors that say something about the user's files or machine, not about commgnn.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES,
+                                errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EROFS,
+                                errno.EEXIST, errno.EMFILE})
+
+
+def _user_facing(exc: Exception) -> bool:
+    return isinstance(exc, CommgnnError) or (isinstance(exc, OSError)
+                                             and exc.errno in ENVIRONMENT_ERRNOS)
+
+
 def _one_line(exc: Exception) -> str:
     """A failure as the CLI reports it: a :class:`CommgnnError`'s own message (a listing of
-    several problems keeps its lines); anything else, which is a bug, as its type and
-    first line, with a pointer to ``--debug``."""
+    several problems keeps its lines), an OS error about a file or this machine as
+    ``path: reason``; anything else, which is a bug, as its type and first line, with a
+    pointer to ``--debug``."""
     if isinstance(exc, CommgnnError):
         return str(exc)
+    if _user_facing(exc):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
     first = next((line for line in str(exc).splitlines() if line.strip()), "")
     return (f"internal error: {type(exc).__name__}: {first.strip()} "
             "(run `commgnn --debug ...` for the traceback)")
