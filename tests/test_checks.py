@@ -170,6 +170,29 @@ def test_network_sub_schemas_are_strict(where, spec, typo):
                                f"allowed ('{typo}' was unexpected)")
 
 
+def test_every_object_in_the_schema_is_strict():
+    """Unknown keys are errors everywhere: each object lists its keys (or is a tagged union
+    of strict ones); `system_options` is checked against the system's own declaration,
+    which is strict (`System.option_schema`)."""
+    from commgnn.config import schema
+
+    loose = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "additionalProperties" not in node \
+                    and "allOf" not in node:
+                loose.append(path)
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{path}[{index}]")
+
+    walk(schema(), "")
+    assert loose == ["/$defs/system_options"]
+
+
 def test_duplicate_yaml_keys_name_the_line(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("datasets:\n  tiny: {source: synthetic}\npartitionings:\n"
