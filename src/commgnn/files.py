@@ -1,15 +1,21 @@
 """Small file helpers shared by every writer and reader of pipeline outputs: directories
-and JSON files written atomically, JSON objects read with errors that name the file."""
+and JSON files written atomically, JSON objects read with errors that name the file.
+
+Every JSON the project writes is strict (RFC 8259): :func:`json_text` writes a
+non-finite float (NaN, ±Infinity: "not applicable", e.g. the hit rate of a run without a
+cache) as ``null`` and dumps with ``allow_nan=False``, so any strict parser reads it."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from commgnn.errors import InputError
 
@@ -32,10 +38,29 @@ def atomic_directory(out_dir: str | Path) -> Iterator[Path]:
         raise
 
 
+def finite_or_null(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf) inside dicts, lists and tuples
+    replaced by ``None`` (JSON ``null``); anything else unchanged."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
+
+
+def json_text(data: Any, indent: int | None = None) -> str:
+    """Strict, key-sorted JSON of ``data``: non-finite floats become ``null``
+    (:func:`finite_or_null`), and ``allow_nan=False`` refuses anything else non-standard."""
+    return json.dumps(finite_or_null(data), indent=indent, sort_keys=True, allow_nan=False)
+
+
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write ``data`` as indented, key-sorted JSON via a temporary file and a rename."""
+    """Write ``data`` as indented, key-sorted strict JSON (:func:`json_text`) via a
+    temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json_text(data, indent=2) + "\n")
     os.replace(tmp, path)
 
 

@@ -13,7 +13,12 @@
 - ``fits``: the hit-rate logistic (Eq. 2), the rebuild-time power law, and the per-row
   slope of the clean step time (used for templates the runs did not measure);
 - ``power``: the target-machine energy model per phase (no power meter here: the model of
-  :mod:`commgnn.energy.target`, the same one the runs report).
+  :mod:`commgnn.energy.target`, the same one the runs report);
+- ``inputs``: the fingerprints of the dataset, partition and presample it was measured
+  on (:func:`input_fingerprints`, :mod:`commgnn.provenance`). :func:`validate` refuses a
+  calibration made from other inputs than the ones it is given
+  (:class:`~commgnn.errors.StaleInputError`, naming how to rebuild it), and a policy
+  trained on it records them (:mod:`commgnn.control.policy`).
 
 :func:`validate` runs ``greendygnn`` static over a window × delay grid (every
 non-coordinator machine delayed from the first epoch) and compares each run's mean step
@@ -34,11 +39,14 @@ from typing import Any
 import numpy as np
 
 from commgnn.control.controller import WINDOWS, StaticController
-from commgnn.control.costmodel import CALIBRATION_VERSION, CostModel
+from commgnn.control.costmodel import CALIBRATION_VERSION, CostModel, calibration_name
 from commgnn.control.workload import fit_hit_curve, fit_power, hit_rates, window_tables
+from commgnn.data.store import dataset_fingerprint, read_meta
 from commgnn.energy.target import TargetPowerModel
 from commgnn.files import write_json_atomic
-from commgnn.partition.io import load_partition
+from commgnn.partition.io import load_partition, partition_fingerprint, read_partition_meta
+from commgnn.provenance import check_inputs, rebuild_hint
+from commgnn.sampling.presample import presample_fingerprint, read_presample_meta
 from commgnn.systems.greendygnn import GreenDyGNNSystem
 from commgnn.train.spec import RunSpec
 
@@ -52,6 +60,37 @@ CALIBRATION_DEFAULTS: dict[str, Any] = {
 #: Defaults of the ``control.validation`` config section.
 VALIDATION_DEFAULTS: dict[str, Any] = {"epochs": 1, "windows": [2, 8, 32],
                                        "delays_ms": [0, 10, 25]}
+
+
+def input_fingerprints(paths: dict[str, str]) -> dict[str, str]:
+    """The fingerprints of the ``dataset``, ``partition`` and ``presample`` directories of
+    ``paths``, from their ``meta.json`` (nothing is rehashed), refusing a partition or
+    presample made from other inputs than these (StaleInputError)."""
+    dataset = dataset_fingerprint(read_meta(paths["dataset"])["files"])
+    part_meta = read_partition_meta(paths["partition"])
+    partition = partition_fingerprint(part_meta)
+    pre_meta = read_presample_meta(paths["presample"])
+    check_inputs(paths["partition"], "partition",
+                 {"dataset": part_meta["dataset"].get("fingerprint")},
+                 {"dataset": (dataset, paths["dataset"])})
+    check_inputs(paths["presample"], "presample",
+                 {key: (pre_meta.get(key) or {}).get("fingerprint")
+                  for key in ("dataset", "partition")},
+                 {"dataset": (dataset, paths["dataset"]),
+                  "partition": (partition, paths["partition"])})
+    return {"dataset": dataset, "partition": partition,
+            "presample": presample_fingerprint(pre_meta)}
+
+
+def check_calibration_inputs(calibration: dict, paths: dict[str, str]) -> None:
+    """StaleInputError unless ``calibration`` was measured on the directories of
+    ``paths`` (their fingerprints now)."""
+    name = calibration_name(calibration)
+    path = getattr(calibration, "path", None)
+    hint = rebuild_hint(path.parent if path else "the calibration directory", "calibration")
+    now = input_fingerprints(paths)
+    check_inputs(name, "calibration", calibration.get("inputs"),
+                 {key: (now[key], paths[key]) for key in now}, hint=hint)
 
 
 def _run_spec(template: RunSpec, *, window: int, epochs: int, delay_ms: float = 0.0,
@@ -125,6 +164,7 @@ def calibrate(template: RunSpec, paths: dict[str, str], out_dir: str | Path,
     from commgnn.control.rpc_calibration import calibrate_rpc
 
     s = {**CALIBRATION_DEFAULTS, **(settings or {})}
+    inputs = input_fingerprints(paths)
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     windows = sorted({int(w) for w in s["windows"]})
@@ -174,6 +214,7 @@ def calibrate(template: RunSpec, paths: dict[str, str], out_dir: str | Path,
         "power": TargetPowerModel.from_config(template.get("energy_model")
                                               if "energy_model" in template.training
                                               else None).describe(),
+        "inputs": inputs,
     }
     CostModel(calibration)  # refuse a file the simulator cannot read
     write_json_atomic(out / "calibration.json", calibration)
@@ -201,6 +242,7 @@ def validate(template: RunSpec, paths: dict[str, str], calibration: dict, out_di
     """Held-out runs over ``windows × delays_ms``: measured vs predicted step time;
     writes ``validation.json`` in ``out_dir``."""
     s = {**VALIDATION_DEFAULTS, **(settings or {})}
+    check_calibration_inputs(calibration, paths)
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     model = CostModel(calibration)

@@ -40,14 +40,51 @@ import numpy as np
 
 from commgnn.control.controller import WINDOWS
 from commgnn.energy.target import TargetPowerModel
-from commgnn.errors import InputError
+from commgnn.errors import InputError, StaleInputError
+from commgnn.files import finite_or_null
+from commgnn.provenance import digest, hinted, rebuild_hint
 
 CALIBRATION_VERSION = 1
+#: The inputs every calibration records the fingerprints of (``calibration["inputs"]``).
+CALIBRATION_INPUTS = ("dataset", "partition", "presample")
 
 
-def read_calibration(path: str | Path) -> dict:
-    """A calibration file (``commgnn calibrate``), checked for the keys the model reads."""
+class Calibration(dict):
+    """A calibration read from a file: the JSON object, with the file's ``path``."""
+
+    path: Path | None = None
+
+
+def calibration_fingerprint(calibration: dict[str, Any]) -> str:
+    """The fingerprint of a calibration: a digest of its content as written (NaN as
+    ``null``), what a policy trained on it records."""
+    return digest(finite_or_null(dict(calibration)))
+
+
+def calibration_name(calibration: dict[str, Any]) -> str:
+    """The calibration's file, or its workload when it was not read from one."""
+    path = getattr(calibration, "path", None)
+    return str(path) if path else f"calibration of {calibration.get('workload')}"
+
+
+def read_calibration(path: str | Path) -> Calibration:
+    """A calibration file (``commgnn calibrate``), checked for the keys the model reads
+    and for the input fingerprints it must record (one made before commgnn recorded
+    them is a :class:`StaleInputError`); errors name it and how to rebuild it."""
     path = Path(path)
+    with hinted(path.parent, "calibration"):
+        data = _read_calibration(path)
+    if not all(isinstance(data.get("inputs"), dict) and data["inputs"].get(name)
+               for name in CALIBRATION_INPUTS):
+        raise StaleInputError(f"{path}: records no input fingerprints (made before commgnn "
+                              f"recorded provenance); "
+                              f"{rebuild_hint(path.parent, 'calibration')}")
+    calibration = Calibration(data)
+    calibration.path = path
+    return calibration
+
+
+def _read_calibration(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:

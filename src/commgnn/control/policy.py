@@ -7,6 +7,11 @@ controlled worker) and writes ``policy.pt`` (a torch state dict with its metadat
 with ``weights_only=True``) and ``training.json`` (the learning curve, seconds, and a
 simulated evaluation: the policy, the reference window and the best static action per
 archetype, on held-out profiles).
+
+The policy's metadata records ``inputs``: the fingerprints of the calibration it was
+trained on and of what that was measured on (dataset, partition, presample;
+:mod:`commgnn.provenance`). A run that gets the pipeline's policy refuses one trained for
+another dataset or partition, or recording none (:func:`check_policy_inputs`).
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from commgnn.control.controller import WINDOWS
-from commgnn.control.costmodel import CostModel
+from commgnn.control.costmodel import CostModel, calibration_fingerprint
 from commgnn.control.dqn import DQNConfig, greedy_action, save_policy, train_dqn
 from commgnn.control.simulator import ARCHETYPES, SimEnv, random_profile
 from commgnn.files import write_json_atomic
+from commgnn.provenance import RULES, check_inputs
 
 #: Defaults of the ``control.policy`` config section (the environment's; the rest of the
 #: section is :class:`DQNConfig`).
@@ -87,8 +93,11 @@ def train_policy(calibration: dict, out_dir: str | Path, settings: dict[str, Any
     seconds = time.perf_counter() - start
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    inputs = {**(calibration.get("inputs") or {}),
+              "calibration": calibration_fingerprint(calibration)}
     metadata = {"world": env.model.world, "windows": list(WINDOWS),
-                "workload": calibration["workload"], "env": s, "dqn": config.to_dict()}
+                "workload": calibration["workload"], "env": s, "dqn": config.to_dict(),
+                "inputs": inputs}
     save_policy(out / "policy.pt", result.network, metadata)
     record = {"seconds": seconds, "episodes": len(result.episode_rewards),
               "gradient_steps": result.gradient_steps,
@@ -99,3 +108,22 @@ def train_policy(calibration: dict, out_dir: str | Path, settings: dict[str, Any
               "env": s, "dqn": config.to_dict()}
     write_json_atomic(out / "training.json", record)
     return record
+
+
+def policy_rebuild_hint(policy: str | Path) -> str:
+    """How to rebuild the pipeline's policy ``policy`` (a ``policy.pt`` or its directory)
+    and the calibration beside it, which a stale policy was trained on."""
+    directory = Path(policy).parent if Path(policy).suffix == ".pt" else Path(policy)
+    calibration = directory.parent / "calibration"
+    return (f"delete {directory} and {calibration} and rerun snakemake (rules "
+            f"{RULES['calibration']}, {RULES['policy']})")
+
+
+def check_policy_inputs(policy: str | Path, metadata: dict[str, Any],
+                        dataset: tuple[str | None, str],
+                        partition: tuple[str | None, str]) -> None:
+    """StaleInputError unless the policy's ``metadata`` records the fingerprints of the
+    run's ``dataset`` and ``partition`` (each ``(fingerprint, where)``)."""
+    check_inputs(policy, "policy", metadata.get("inputs"),
+                 {"dataset": dataset, "partition": partition},
+                 hint=policy_rebuild_hint(policy))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commgnn.data.store import GraphDataset
+from commgnn.data.store import GraphDataset, fingerprint_of
 from commgnn.errors import InputError
 from commgnn.partition.book import PartitionBook
 from commgnn.partition.chunk import CHUNK_METHODS, chunk_assign, chunk_pairs
@@ -47,7 +47,9 @@ class Partition:
 
     ``spec`` is the normalised spec (defaults filled in, see :func:`normalize_spec`).
     ``timing`` holds wall-clock seconds (not deterministic, stored apart from ``stats``).
-    ``dataset`` identifies the partitioned graph (name, num_nodes, num_edges).
+    ``dataset`` identifies the partitioned graph (name, num_nodes, num_edges and its
+    ``fingerprint``, :mod:`commgnn.provenance`). ``fingerprint`` is the partition's own,
+    set when loaded from a directory (:func:`commgnn.partition.io.partition_fingerprint`).
     """
 
     spec: dict
@@ -56,6 +58,7 @@ class Partition:
     stats: dict
     dataset: dict
     timing: dict = field(default_factory=dict)
+    fingerprint: str | None = None
 
     @property
     def method(self) -> str:
@@ -185,6 +188,7 @@ def partition_graph(ds: GraphDataset, spec: dict) -> Partition:
         "stats_s": done - haloed,
         "total_s": done - start,
     }
-    dataset = {"name": ds.name, "num_nodes": ds.num_nodes, "num_edges": ds.num_edges}
+    dataset = {"name": ds.name, "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
+               "fingerprint": fingerprint_of(ds)}
     return Partition(spec=spec, book=book, halos=halos, stats=stats, dataset=dataset,
                      timing=timing)

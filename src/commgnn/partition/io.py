@@ -8,28 +8,32 @@ book.npz           ``owner`` (int32) and ``local_id`` (int64) per node; plain .n
 halo_<p>.npy       int64 sorted halo node ids of part (or chunk) ``p``
 stats.json         :func:`commgnn.partition.stats.partition_stats` output
 meta.json          format version, normalised spec, method, num_parts, workers, chunks,
-                   halo_hops, seed, dataset identity and SHA-256 of every file above
+                   halo_hops, seed, dataset identity (with its fingerprint), SHA-256 of
+                   every file above and the partition's ``fingerprint``
+                   (:func:`partition_fingerprint`)
 timing.json        wall-clock seconds of the partitioning run; the only file that is
                    not deterministic, so it is outside the checksums
 =================  ==============================================================
 
 :func:`write_partition` writes into a temporary sibling directory and renames it into place.
 :func:`load_partition` verifies checksums (by default) and structural consistency and raises
-:class:`PartitionError` naming the offending file.
+:class:`PartitionError` naming the offending file and how to rebuild the partition; given
+the dataset it is used with, it refuses a partition of another dataset (another
+fingerprint, or none recorded) with :class:`~commgnn.errors.StaleInputError`.
 """
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from commgnn.data.store import sha256_file
-from commgnn.files import atomic_directory, read_json_object
+from commgnn.data.store import GraphDataset, fingerprint_of, sha256_file
+from commgnn.files import atomic_directory, json_text, read_json_object
 from commgnn.partition.book import LOCAL_DTYPE, OWNER_DTYPE, PartitionBook
 from commgnn.partition.core import Partition, PartitionError, normalize_spec
+from commgnn.provenance import check_inputs, digest, hinted
 
 FORMAT_VERSION = 1
 BOOK_FILE = "book.npz"
@@ -44,7 +48,7 @@ def halo_file(part: int) -> str:
 
 
 def _json_text(obj: dict) -> str:
-    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+    return json_text(obj, indent=2) + "\n"
 
 
 def save_npz_deterministic(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -86,9 +90,17 @@ def write_partition(p: Partition, out_dir: str | Path) -> Path:
             "dataset": p.dataset,
             "checksums": {name: sha256_file(tmp / name) for name in names},
         }
+        meta["fingerprint"] = partition_fingerprint(meta)
         (tmp / META_FILE).write_text(_json_text(meta))
         (tmp / TIMING_FILE).write_text(_json_text(p.timing))
     return out_dir
+
+
+def partition_fingerprint(meta: dict) -> str:
+    """A partition's fingerprint from its ``meta.json``: a digest of its dataset's
+    fingerprint, its spec and its files' SHA-256 (what presample records)."""
+    return digest({"dataset": meta["dataset"].get("fingerprint"), "spec": meta["spec"],
+                   "checksums": meta["checksums"]})
 
 
 def _read_json(path: Path) -> dict:
@@ -149,20 +161,41 @@ def _load_book(path: Path, num_parts: int, num_nodes: int) -> PartitionBook:
     return book
 
 
-def load_partition(part_dir: str | Path, verify_checksums: bool = True) -> Partition:
+def load_partition(part_dir: str | Path, verify_checksums: bool = True,
+                   dataset: GraphDataset | None = None) -> Partition:
     """Load a directory written by :func:`write_partition`.
 
     Raises :class:`PartitionError` naming the file that is missing, corrupt (checksum,
-    truncation, bad JSON) or inconsistent with ``meta.json``.
+    truncation, bad JSON) or inconsistent with ``meta.json``, and how to rebuild it. With
+    ``dataset`` (the one it is used with), a partition made from another dataset (or
+    recording no dataset fingerprint) is a :class:`~commgnn.errors.StaleInputError`.
     """
     part_dir = Path(part_dir)
+    with hinted(part_dir, "partition"):
+        return _load_partition(part_dir, verify_checksums, dataset)
+
+
+def check_partition_dataset(part_dir: Path, meta: dict, dataset: GraphDataset) -> None:
+    """Refuse a partition (its ``meta``) made from another dataset than ``dataset``."""
+    check_inputs(part_dir, "partition", {"dataset": meta["dataset"].get("fingerprint")},
+                 {"dataset": (fingerprint_of(dataset), f"dataset {dataset.name!r}")})
+    if int(meta["dataset"]["num_nodes"]) != dataset.num_nodes:  # a forged fingerprint
+        raise PartitionError(f"{part_dir / META_FILE}: partition of "
+                             f"{meta['dataset']['num_nodes']} nodes, dataset "
+                             f"{dataset.name!r} has {dataset.num_nodes}")
+
+
+def _load_partition(part_dir: Path, verify_checksums: bool,
+                    dataset: GraphDataset | None) -> Partition:
     meta = read_partition_meta(part_dir)
     meta_path = part_dir / META_FILE
-    for name, digest in sorted(meta["checksums"].items()):
+    if dataset is not None:
+        check_partition_dataset(part_dir, meta, dataset)
+    for name, sha256 in sorted(meta["checksums"].items()):
         path = part_dir / name
         if not path.is_file():
             raise PartitionError(f"{path}: missing")
-        if verify_checksums and sha256_file(path) != digest:
+        if verify_checksums and sha256_file(path) != sha256:
             raise PartitionError(f"{path}: checksum mismatch (file is corrupt or was modified)")
     try:
         spec = normalize_spec(meta["spec"])
@@ -186,4 +219,5 @@ def load_partition(part_dir: str | Path, verify_checksums: bool = True) -> Parti
     timing_path = part_dir / TIMING_FILE
     timing = _read_json(timing_path) if timing_path.exists() else {}
     return Partition(spec=spec, book=book, halos=halos, stats=stats,
-                     dataset=dict(meta["dataset"]), timing=timing)
+                     dataset=dict(meta["dataset"]), timing=timing,
+                     fingerprint=partition_fingerprint(meta))

@@ -39,8 +39,11 @@ Guarantees
   :meth:`~BlockWriter.close`, so a crash never leaves a file that looks complete.
 * :class:`BlockReader` checks the header and the trailer/index on open (a truncated file
   has no valid trailer and is reported with the first incomplete record), then reads
-  records lazily, each one checked against its CRC32 and the index. Every problem raises
-  :class:`BlockFileError` naming the file (and the record index where there is one).
+  records lazily, each one checked against its CRC32 and the index, and its ids against
+  their bounds (node ids in ``[0, num_nodes)`` when the reader is given the dataset's
+  node count; every block's CSR within its layer): a min/max per array, so a record can
+  never send an index out of range. Every problem raises :class:`BlockFileError` naming
+  the file (and the record index where there is one).
   Reads use ``os.pread``, so one reader may serve several threads (e.g. a prefetcher).
 """
 
@@ -257,14 +260,32 @@ class BlockWriter:
             self._tmp.unlink()
 
 
+def _check_range(name: str, values: np.ndarray, lo: int, hi: int) -> None:
+    """``ValueError`` unless every value lies in ``[lo, hi)``."""
+    if values.size and (int(values.min()) < lo or int(values.max()) >= hi):
+        raise ValueError(f"{name} outside [{lo}, {hi}): min {int(values.min())}, "
+                         f"max {int(values.max())}")
+
+
+def _check_csr(layer: int, indptr: np.ndarray, indices: np.ndarray, num_src: int) -> None:
+    """``ValueError`` unless block ``layer``'s CSR is well formed over ``num_src`` sources."""
+    if (not indptr.size or indptr[0] != 0 or indptr[-1] != indices.shape[0]
+            or np.any(np.diff(indptr) < 0)):
+        raise ValueError(f"block {layer}: indptr is not a row pointer over "
+                         f"{indices.shape[0]} edges")
+    _check_range(f"block {layer} indices", indices, 0, num_src)
+
+
 class BlockReader:
     """Random-access and sequential reader of a block file (see the module docstring).
 
-    Opening checks the header and the trailer/index; records are read and checked lazily.
+    Opening checks the header and the trailer/index; records are read and checked lazily
+    (with ``num_nodes``, node ids are checked against it too).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, num_nodes: int | None = None) -> None:
         self.path = Path(path)
+        self.num_nodes = num_nodes
         try:
             self._fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -429,22 +450,27 @@ class BlockReader:
             pos += _LAYER.size
         dtype = np.dtype("<i4") if width == 4 else np.dtype("<i8")
 
-        def take(count: int) -> torch.Tensor:
+        def take(count: int) -> np.ndarray:
             nonlocal pos
             if count < 0 or pos + count * width > len(payload):
                 raise ValueError("array extends past the record")
             array = np.frombuffer(payload, dtype=dtype, count=count, offset=pos)
             pos += count * width
-            return torch.from_numpy(array.astype(np.int64))
+            return array.astype(np.int64)
 
         seeds = take(num_seeds)
         input_nodes = take(num_input)
+        bound = self.num_nodes if self.num_nodes is not None else np.iinfo(np.int64).max
+        _check_range("seed ids", seeds, 0, bound)
+        _check_range("input node ids", input_nodes, 0, bound)
         blocks = []
-        for num_src, num_dst, num_edges in layers:
+        for layer, (num_src, num_dst, num_edges) in enumerate(layers):
             indptr = take(num_dst + 1)
             indices = take(num_edges)
-            blocks.append(Block(num_src=int(num_src), num_dst=int(num_dst), indptr=indptr,
-                                indices=indices))
+            _check_csr(layer, indptr, indices, num_src)
+            blocks.append(Block(num_src=int(num_src), num_dst=int(num_dst),
+                                indptr=torch.from_numpy(indptr),
+                                indices=torch.from_numpy(indices)))
         mask_bytes = (num_input + 7) // 8
         if pos + mask_bytes != len(payload):
             raise ValueError(f"payload size {len(payload)} != {pos + mask_bytes} expected")
@@ -455,7 +481,8 @@ class BlockReader:
                        or any(a.num_dst != b.num_src for a, b in itertools.pairwise(blocks))):
             raise ValueError("block sizes are inconsistent")
         return PresampledBatch(step=int(step),
-                               batch=MiniBatch(seeds=seeds, input_nodes=input_nodes,
+                               batch=MiniBatch(seeds=torch.from_numpy(seeds),
+                                               input_nodes=torch.from_numpy(input_nodes),
                                                blocks=blocks),
                                local_mask=mask)
 
@@ -470,9 +497,10 @@ class BlockReader:
         return len(self)
 
 
-def iter_batches(path: str | Path) -> Iterator[PresampledBatch]:
+def iter_batches(path: str | Path, num_nodes: int | None = None
+                 ) -> Iterator[PresampledBatch]:
     """Lazily yield the batches of a block file in order (opening errors raise at once)."""
-    return iterate_and_close(BlockReader(path))
+    return iterate_and_close(BlockReader(path, num_nodes))
 
 
 def iterate_and_close(reader: BlockReader) -> Iterator[PresampledBatch]:

@@ -16,12 +16,21 @@ Output directory
                            input node of worker ``w`` in epoch ``e`` and the number of
                            the epoch's batches that use it (per epoch, not cumulative);
                            plain .npy members, no pickles, fixed zip timestamps
-``meta.json``              parameters, dataset/partition identity, steps per epoch,
-                           per-worker per-epoch statistics (among them
-                           ``sampling_rpcs/rows/bytes``: the remote neighbour-list traffic
-                           distributed sampling would cost, paid here, offline) and the
-                           SHA-256, size and batch count of every file above
+``meta.json``              parameters, dataset/partition identity (with the fingerprints
+                           presampling read them with), steps per epoch, per-worker
+                           per-epoch statistics (among them ``sampling_rpcs/rows/bytes``:
+                           the remote neighbour-list traffic distributed sampling would
+                           cost, paid here, offline), the SHA-256, size and batch count of
+                           every file above and the presample's ``fingerprint``
+                           (:func:`presample_fingerprint`)
 =========================  ==============================================================
+
+Loading checks cheaply before any training (:func:`check_presample`): the dataset's and
+the partition's fingerprints against those recorded (another or none:
+:class:`~commgnn.errors.StaleInputError`), the run's parameters, and that each of the
+worker's files has the size ``meta.json`` records (a truncated file fails at setup).
+Records are CRC-checked and their ids bounds-checked as they are read (:mod:`blockio`),
+frequency files on load; every error names the file and how to rebuild the presample.
 
 The directory is written under a temporary sibling name and renamed into place, so a crash
 never leaves a directory that looks complete. The output depends only on the dataset, the
@@ -31,7 +40,8 @@ byte-identical directories. Epochs are numbered from 0 like the training loop's.
 
 from __future__ import annotations
 
-import json
+import zipfile
+import zlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,14 +50,15 @@ from pathlib import Path
 import numpy as np
 
 from commgnn.data.store import META_FILE as DATASET_META
-from commgnn.data.store import load_dataset, sha256_file
+from commgnn.data.store import GraphDataset, load_dataset, sha256_file
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.remote_sampler import sampling_traffic
 from commgnn.errors import InputError
-from commgnn.files import atomic_directory, read_json_object
-from commgnn.partition import load_partition
+from commgnn.files import atomic_directory, json_text, read_json_object
+from commgnn.partition import Partition, load_partition
 from commgnn.partition.io import META_FILE as PARTITION_META
 from commgnn.partition.io import save_npz_deterministic
+from commgnn.provenance import check_inputs, digest, hinted
 from commgnn.sampling import blockio
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.blockio import BlockFileError, BlockReader, BlockWriter, PresampledBatch
@@ -62,6 +73,7 @@ FREQUENCY_DIR = "frequency"
 __all__ = [
     "FORMAT_VERSION",
     "BlockFileError",
+    "FrequencyFileError",
     "PresampleError",
     "PresampledBatch",
     "blocks_file",
@@ -70,6 +82,7 @@ __all__ = [
     "load_presampled",
     "open_presampled",
     "presample",
+    "presample_fingerprint",
     "read_presample_meta",
     "verify",
 ]
@@ -77,6 +90,11 @@ __all__ = [
 
 class PresampleError(InputError):
     """A presample directory is missing, incomplete or inconsistent, or bad parameters."""
+
+
+class FrequencyFileError(BlockFileError, PresampleError):
+    """A frequency file is truncated, corrupt or holds ids out of range (a block-file
+    error and a presample error alike)."""
 
 
 def blocks_file(worker: int, epoch: int) -> str:
@@ -183,7 +201,7 @@ def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str |
         raise PresampleError("presample: fanouts must not be empty")
     dataset_dir, partition_dir, out_dir = Path(dataset_dir), Path(partition_dir), Path(out_dir)
     ds = load_dataset(dataset_dir)
-    part = load_partition(partition_dir)
+    part = load_partition(partition_dir, dataset=ds)
     if part.method == "chunk":
         raise PresampleError(f"{partition_dir}: presampling needs one part per worker "
                              "(method 'metis' or 'random'), not 'chunk'")
@@ -231,17 +249,30 @@ def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str |
                 "num_workers": num_workers,
                 "steps_per_epoch": steps,
                 "dataset": {"name": ds.name, "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
-                            "meta_sha256": sha256_file(dataset_dir / DATASET_META)},
+                            "meta_sha256": sha256_file(dataset_dir / DATASET_META),
+                            "fingerprint": ds.fingerprint},
                 "partition": {"spec": part.spec,
-                              "meta_sha256": sha256_file(partition_dir / PARTITION_META)},
+                              "meta_sha256": sha256_file(partition_dir / PARTITION_META),
+                              "fingerprint": part.fingerprint},
                 "workers": per_worker,
                 "files": files,
             }
-            (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+            meta["fingerprint"] = presample_fingerprint(meta)
+            (tmp / META_FILE).write_text(json_text(meta, indent=2) + "\n")
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     return meta
+
+
+def presample_fingerprint(meta: dict) -> str:
+    """A presample's fingerprint from its ``meta.json``: a digest of the fingerprints of
+    its dataset and partition, its parameters and its files' SHA-256."""
+    return digest({"dataset": meta.get("dataset", {}).get("fingerprint"),
+                   "partition": meta.get("partition", {}).get("fingerprint"),
+                   "params": meta["params"], "steps_per_epoch": meta["steps_per_epoch"],
+                   "files": {name: entry.get("sha256")
+                             for name, entry in meta["files"].items()}})
 
 
 def read_presample_meta(out_dir: str | Path) -> dict:
@@ -259,10 +290,57 @@ def read_presample_meta(out_dir: str | Path) -> dict:
 
 
 def check_presample(out_dir: str | Path, *, fanouts: list[int], batch_size: int,
-                    base_seed: int, epochs: int, steps: int) -> dict:
+                    base_seed: int, epochs: int, steps: int,
+                    dataset: GraphDataset | None = None, partition: Partition | None = None,
+                    worker: int | None = None) -> dict:
     """``meta.json`` of ``out_dir``, refusing blocks a run with these settings cannot use
-    (other fan-outs, batch size or seed; fewer epochs; another step count per epoch)."""
-    meta = read_presample_meta(out_dir)
+    (other fan-outs, batch size or seed; fewer epochs; another step count per epoch), made
+    from another ``dataset`` or ``partition`` than the run's (StaleInputError), or whose
+    files for ``worker`` do not have the sizes ``meta.json`` records (truncated). Errors
+    name the directory or file and how to rebuild it."""
+    with hinted(out_dir, "presample"):
+        meta = read_presample_meta(out_dir)
+        if dataset is not None and partition is not None:
+            _check_sources(Path(out_dir), meta, dataset, partition)
+        _check_params(out_dir, meta, fanouts=fanouts, batch_size=batch_size,
+                      base_seed=base_seed, epochs=epochs, steps=steps)
+        if worker is not None:
+            _check_sizes(Path(out_dir), meta, worker, epochs)
+    return meta
+
+
+def _check_sources(out_dir: Path, meta: dict, dataset: GraphDataset,
+                   partition: Partition) -> None:
+    """StaleInputError unless ``meta`` records ``dataset``'s and ``partition``'s
+    fingerprints."""
+    recorded = {name: (meta.get(name) or {}).get("fingerprint")
+                for name in ("dataset", "partition")}
+    check_inputs(out_dir, "presample", recorded,
+                 {"dataset": (dataset.fingerprint, f"the run's dataset {dataset.name!r}"),
+                  "partition": (partition.fingerprint, "the run's partition")})
+
+
+def _check_sizes(out_dir: Path, meta: dict, worker: int, epochs: int) -> None:
+    """Every block and frequency file of ``worker``'s first ``epochs`` epochs has the size
+    ``meta.json`` records (one ``stat`` each: a truncated file fails before training)."""
+    for epoch in range(epochs):
+        _check_entry(out_dir, meta, worker, epoch)
+        for name, error in ((blocks_file(worker, epoch), BlockFileError),
+                            (frequency_file(worker, epoch), FrequencyFileError)):
+            path = out_dir / name
+            expected = meta["files"].get(name, {}).get("bytes")
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                raise error(f"{path}: missing") from None
+            if size != expected:
+                raise error(f"{path}: {size} bytes, meta.json records {expected} "
+                            "(truncated or modified)")
+
+
+def _check_params(out_dir: str | Path, meta: dict, *, fanouts: list[int], batch_size: int,
+                  base_seed: int, epochs: int, steps: int) -> None:
+    """PresampleError unless the presample's parameters serve a run with these."""
     params = meta["params"]
     expected = {"fanouts": list(fanouts), "batch_size": batch_size, "base_seed": base_seed}
     for key, value in expected.items():
@@ -275,7 +353,6 @@ def check_presample(out_dir: str | Path, *, fanouts: list[int], batch_size: int,
     if meta["steps_per_epoch"] != steps:
         raise PresampleError(f"{out_dir}: {meta['steps_per_epoch']} steps per epoch "
                              f"presampled, the run's schedule has {steps}")
-    return meta
 
 
 def _check_entry(out_dir: Path, meta: dict, worker: int, epoch: int) -> None:
@@ -285,12 +362,24 @@ def _check_entry(out_dir: Path, meta: dict, worker: int, epoch: int) -> None:
                              f" (workers {params['workers']}, epochs 0..{params['epochs'] - 1})")
 
 
+def _num_nodes(meta: dict) -> int | None:
+    """The node count of the presample's dataset (the bound of every id it holds)."""
+    value = (meta.get("dataset") or {}).get("num_nodes")
+    return int(value) if isinstance(value, int) else None
+
+
 def open_presampled(out_dir: str | Path, worker: int, epoch: int) -> BlockReader:
-    """Random-access reader of ``(worker, epoch)``'s block file (e.g. for a prefetcher)."""
+    """Random-access reader of ``(worker, epoch)``'s block file (e.g. for a prefetcher);
+    its records' node ids are checked against the dataset's node count."""
     out_dir = Path(out_dir)
+    with hinted(out_dir, "presample"):
+        return _open_presampled(out_dir, worker, epoch)
+
+
+def _open_presampled(out_dir: Path, worker: int, epoch: int) -> BlockReader:
     meta = read_presample_meta(out_dir)
     _check_entry(out_dir, meta, worker, epoch)
-    reader = BlockReader(out_dir / blocks_file(worker, epoch))
+    reader = BlockReader(out_dir / blocks_file(worker, epoch), _num_nodes(meta))
     expected = meta["files"].get(blocks_file(worker, epoch), {}).get("batches")
     if (reader.worker, reader.epoch) != (worker, epoch) or len(reader) != expected:
         reader.close()
@@ -307,19 +396,37 @@ def load_presampled(out_dir: str | Path, worker: int, epoch: int
 
 
 def frequencies(out_dir: str | Path, worker: int, epoch: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, counts)``: remote input nodes of ``(worker, epoch)`` and their batch counts."""
+    """``(ids, counts)``: remote input nodes of ``(worker, epoch)`` and their batch counts.
+
+    A truncated or corrupt file, or ids outside the dataset, is a
+    :class:`FrequencyFileError` naming it."""
     out_dir = Path(out_dir)
-    _check_entry(out_dir, read_presample_meta(out_dir), worker, epoch)
-    path = out_dir / frequency_file(worker, epoch)
+    with hinted(out_dir, "presample"):
+        meta = read_presample_meta(out_dir)
+        _check_entry(out_dir, meta, worker, epoch)
+        return _read_frequencies(out_dir / frequency_file(worker, epoch), _num_nodes(meta))
+
+
+def _read_frequencies(path: Path, num_nodes: int | None) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
         raise PresampleError(f"{path}: missing")
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        # Open the file ourselves: np.load leaks its handle when the zip is damaged.
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
             ids, counts = archive["ids"], archive["counts"]
-    except (KeyError, ValueError, OSError, EOFError) as exc:
-        raise PresampleError(f"{path}: unreadable or corrupt ({exc})") from exc
+    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise FrequencyFileError(f"{path}: truncated or corrupt ({type(exc).__name__}: "
+                                 f"{exc})") from exc
     if ids.shape != counts.shape or ids.ndim != 1:
-        raise PresampleError(f"{path}: ids/counts shapes {ids.shape}/{counts.shape} differ")
+        raise FrequencyFileError(f"{path}: ids/counts shapes {ids.shape}/{counts.shape} "
+                                 "differ")
+    if not (np.issubdtype(ids.dtype, np.integer) and np.issubdtype(counts.dtype, np.integer)):
+        raise FrequencyFileError(f"{path}: ids/counts dtypes {ids.dtype}/{counts.dtype}, "
+                                 "expected integers")
+    bound = num_nodes if num_nodes is not None else np.iinfo(np.int64).max
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= bound):
+        raise FrequencyFileError(f"{path}: node ids outside [0, {bound}): min "
+                                 f"{int(ids.min())}, max {int(ids.max())}")
     return ids, counts
 
 

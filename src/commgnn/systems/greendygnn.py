@@ -69,6 +69,7 @@ from commgnn.control.controller import (
 from commgnn.control.estimator import CongestionEstimator
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.prefetch import Prefetcher
+from commgnn.errors import InputError
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
 from commgnn.sampling.presample import check_presample, open_presampled
 from commgnn.systems.base import PreparedBatch, System
@@ -263,7 +264,8 @@ class GreenDyGNNSystem(System):
         self.epochs = int(ctx.spec.get("epochs"))
         meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
                                batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
-                               epochs=self.epochs, steps=ctx.steps)
+                               epochs=self.epochs, steps=ctx.steps,
+                               dataset=ctx.dataset, partition=ctx.partition, worker=ctx.rank)
         self.presample_stats = meta["workers"][str(ctx.rank)]
         self.steps = ctx.steps
         self.total_steps = self.steps * self.epochs
@@ -273,10 +275,7 @@ class GreenDyGNNSystem(System):
         policy = self.options.get("policy") or ctx.inputs.get("policy")
         if policy and Path(policy).is_dir():
             policy = str(Path(policy) / "policy.pt")
-        self.controller = make_controller(
-            self.options["controller"], int(self.options["window"]),
-            {"cost_weights": self.options["cost_weights"],
-             "delay_threshold_ms": self.options["delay_threshold_ms"], "policy": policy})
+        self.controller = self._controller(ctx, policy)
         self.policy_fallback = int(getattr(self.controller, "fallback", None) is not None)
         trained_for = getattr(self.controller, "metadata", {}).get("world")
         if trained_for is not None and int(trained_for) != ctx.world_size:
@@ -300,6 +299,29 @@ class GreenDyGNNSystem(System):
         self._resolver: Prefetcher[PreparedBatch] | None = None
         self._reader: BlockReader | None = None
         self.max_cache_bytes = 0
+
+    def _controller(self, ctx, policy: str | None):
+        """The configured controller; the pipeline's policy (not one named by the
+        ``policy`` option) must have been trained for the run's dataset and partition, and
+        errors about it say how to rebuild it."""
+        from commgnn.control.policy import check_policy_inputs, policy_rebuild_hint
+
+        options = {"cost_weights": self.options["cost_weights"],
+                   "delay_threshold_ms": self.options["delay_threshold_ms"], "policy": policy}
+        if not policy or self.options.get("policy"):
+            return make_controller(self.options["controller"], int(self.options["window"]),
+                                   options)
+        try:
+            controller = make_controller(self.options["controller"],
+                                         int(self.options["window"]), options)
+        except InputError as exc:
+            raise type(exc)(f"{exc}; {policy_rebuild_hint(policy)}") from exc
+        metadata = getattr(controller, "metadata", None)
+        if metadata is not None:
+            dataset = (ctx.dataset.fingerprint, f"the run's dataset {ctx.dataset.name!r}")
+            check_policy_inputs(policy, metadata, dataset,
+                                (ctx.partition.fingerprint, "the run's partition"))
+        return controller
 
     # -- the builder ---------------------------------------------------------------------
     def _window_batches(self, start: int, window: int) -> list[np.ndarray]:

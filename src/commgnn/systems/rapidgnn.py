@@ -81,7 +81,8 @@ class RapidGNNSystem(System):
         self.depth = int(self.options["prefetch_depth"])
         meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
                                batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
-                               epochs=ctx.spec.get("epochs"), steps=ctx.steps)
+                               epochs=ctx.spec.get("epochs"), steps=ctx.steps,
+                               dataset=ctx.dataset, partition=ctx.partition, worker=ctx.rank)
         self.steps = int(meta["steps_per_epoch"])
         # the neighbour-list traffic distributed sampling costs, paid offline by presample
         self.presample_stats = meta["workers"][str(ctx.rank)]

@@ -46,7 +46,7 @@ from commgnn.dist.nic import clock_file
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
 from commgnn.energy.target import TargetEnergy, TargetPowerModel
-from commgnn.files import write_json_atomic
+from commgnn.files import json_text, write_json_atomic
 from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
@@ -195,7 +195,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
         raise ConfigError(f"system {spec.system!r} needs pipeline inputs {missing} "
                           "(commgnn train --input NAME=PATH)")
     dataset = load_dataset(paths.dataset)
-    partition = load_partition(paths.partition)
+    partition = load_partition(paths.partition, dataset=dataset)  # refuses a stale one
     system.check_partition(partition, env.world_size)
     nic_path = clock_file(f"{env.master_addr}-{env.master_port}-{env.rpc_port}")
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
@@ -319,7 +319,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
             row = add_cumulative(epoch_summary(epoch, records,
                                                type(system).metric_reductions()), history)
             history.append(row)
-            epochs_out.write(json.dumps(row, sort_keys=True))
+            epochs_out.write(json_text(row))
             if spec.get("checkpoint"):
                 save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(), states)
         dist.barrier()

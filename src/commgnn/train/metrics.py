@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from commgnn.files import json_text
+
 
 @dataclass
 class StepRecord:
@@ -52,7 +54,7 @@ class StepRecord:
     def to_json(self) -> str:
         data = asdict(self)
         data.update(data.pop("extra"))
-        return json.dumps(data, sort_keys=True)
+        return json_text(data)  # strict: a NaN loss is written as null
 
 
 class JsonlWriter:

@@ -128,10 +128,12 @@ def add_cumulative(row: dict, previous: list[dict]) -> dict:
 
 
 def system_summary(reductions: dict[str, str], epochs: list[dict]) -> dict:
-    """The run-level values of a system's declared metrics (see ``REDUCTIONS``)."""
+    """The run-level values of a system's declared metrics (see ``REDUCTIONS``); an epoch
+    whose value is ``None`` (a NaN written to ``epochs.jsonl`` as ``null``: not applicable
+    that epoch) does not count."""
     out = {}
     for key, how in sorted(reductions.items()):
-        values = [e[key] for e in epochs if key in e]
+        values = [e[key] for e in epochs if e.get(key) is not None]
         if not values:
             continue
         if how in ("sum", "slowest"):
