@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from commgnn.control.controller import WINDOWS
 from commgnn.control.costmodel import CostModel, calibration_fingerprint
-from commgnn.control.dqn import DQNConfig, greedy_action, save_policy, train_dqn
+from commgnn.control.dqn import DQNConfig, greedy_action, load_policy, save_policy, train_dqn
 from commgnn.control.simulator import ARCHETYPES, SimEnv, random_profile
+from commgnn.errors import InputError
 from commgnn.files import write_json_atomic
 from commgnn.provenance import RULES, check_inputs
 
@@ -35,6 +36,10 @@ POLICY_DEFAULTS: dict[str, Any] = {"episode_epochs": 30, "switch_penalty": 0.001
                                    "obs_noise": 0.05, "energy_noise": 0.02,
                                    "reference_window": 16, "eval_profiles": 20}
 ENV_KEYS = tuple(POLICY_DEFAULTS)
+
+if TYPE_CHECKING:
+    from commgnn.data.store import GraphDataset
+    from commgnn.partition import Partition
 
 
 def make_env(calibration: dict, settings: dict[str, Any]) -> SimEnv:
@@ -119,11 +124,17 @@ def policy_rebuild_hint(policy: str | Path) -> str:
             f"{RULES['calibration']}, {RULES['policy']})")
 
 
-def check_policy_inputs(policy: str | Path, metadata: dict[str, Any],
-                        dataset: tuple[str | None, str],
-                        partition: tuple[str | None, str]) -> None:
-    """StaleInputError unless the policy's ``metadata`` records the fingerprints of the
-    run's ``dataset`` and ``partition`` (each ``(fingerprint, where)``)."""
-    check_inputs(policy, "policy", metadata.get("inputs"),
-                 {"dataset": dataset, "partition": partition},
-                 hint=policy_rebuild_hint(policy))
+def check_pipeline_policy(policy: str | Path, dataset: GraphDataset,
+                          partition: Partition) -> None:
+    """Refuse the pipeline's policy (``policy.pt`` or its directory) if it is unreadable
+    (InputError) or was not trained for ``dataset`` and ``partition`` (StaleInputError);
+    both name it and how to rebuild it."""
+    path = Path(policy) / "policy.pt" if Path(policy).is_dir() else Path(policy)
+    hint = policy_rebuild_hint(path)
+    try:
+        _, metadata = load_policy(path)
+    except InputError as exc:
+        raise type(exc)(f"{exc}; {hint}") from exc
+    check_inputs(path, "policy", metadata.get("inputs"),
+                 {"dataset": (dataset.fingerprint, f"the run's dataset {dataset.name!r}"),
+                  "partition": (partition.fingerprint, "the run's partition")}, hint=hint)

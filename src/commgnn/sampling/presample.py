@@ -290,14 +290,14 @@ def read_presample_meta(out_dir: str | Path) -> dict:
 
 
 def check_presample(out_dir: str | Path, *, fanouts: list[int], batch_size: int,
-                    base_seed: int, epochs: int, steps: int,
+                    base_seed: int, epochs: int, steps: int | None,
                     dataset: GraphDataset | None = None, partition: Partition | None = None,
                     worker: int | None = None) -> dict:
     """``meta.json`` of ``out_dir``, refusing blocks a run with these settings cannot use
-    (other fan-outs, batch size or seed; fewer epochs; another step count per epoch), made
-    from another ``dataset`` or ``partition`` than the run's (StaleInputError), or whose
-    files for ``worker`` do not have the sizes ``meta.json`` records (truncated). Errors
-    name the directory or file and how to rebuild it."""
+    (other fan-outs, batch size or seed; fewer epochs; another step count per epoch unless
+    ``steps`` is None), made from another ``dataset`` or ``partition`` than the run's
+    (StaleInputError), or whose files for ``worker`` do not have the sizes ``meta.json``
+    records (truncated). Errors name the directory or file and how to rebuild it."""
     with hinted(out_dir, "presample"):
         meta = read_presample_meta(out_dir)
         if dataset is not None and partition is not None:
@@ -339,7 +339,7 @@ def _check_sizes(out_dir: Path, meta: dict, worker: int, epochs: int) -> None:
 
 
 def _check_params(out_dir: str | Path, meta: dict, *, fanouts: list[int], batch_size: int,
-                  base_seed: int, epochs: int, steps: int) -> None:
+                  base_seed: int, epochs: int, steps: int | None) -> None:
     """PresampleError unless the presample's parameters serve a run with these."""
     params = meta["params"]
     expected = {"fanouts": list(fanouts), "batch_size": batch_size, "base_seed": base_seed}
@@ -350,9 +350,20 @@ def _check_params(out_dir: str | Path, meta: dict, *, fanouts: list[int], batch_
     if params["epochs"] < epochs:
         raise PresampleError(f"{out_dir}: {params['epochs']} epochs presampled, the run "
                              f"needs {epochs}")
-    if meta["steps_per_epoch"] != steps:
+    if steps is not None and meta["steps_per_epoch"] != steps:
         raise PresampleError(f"{out_dir}: {meta['steps_per_epoch']} steps per epoch "
                              f"presampled, the run's schedule has {steps}")
+
+
+def check_run_presample(spec, inputs: dict[str, str], dataset: GraphDataset,
+                        partition: Partition, worker: int) -> None:
+    """:func:`check_presample` of the run's ``presample`` input for ``worker`` (its schedule's
+    step count is checked later, at setup): what RapidGNN and GreenDyGNN check before any
+    process group."""
+    check_presample(inputs["presample"], fanouts=spec.get("fanouts"),
+                    batch_size=spec.batch_size, base_seed=spec.seed,
+                    epochs=spec.get("epochs"), steps=None, dataset=dataset,
+                    partition=partition, worker=worker)
 
 
 def _check_entry(out_dir: Path, meta: dict, worker: int, epoch: int) -> None:

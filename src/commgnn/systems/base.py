@@ -43,9 +43,11 @@ from commgnn.dist.feature_store import FetchCounts
 from commgnn.sampling.block import MiniBatch
 
 if TYPE_CHECKING:
+    from commgnn.data.store import GraphDataset
     from commgnn.partition import Partition
     from commgnn.train.context import WorkerContext
     from commgnn.train.metrics import StepRecord
+    from commgnn.train.spec import RunSpec
 
 #: How a system metric is combined: over the workers of an epoch, then over epochs.
 #: ``sum``: summed over workers; the run summary reports the mean per epoch as
@@ -239,6 +241,13 @@ class System(ABC):
             raise ConfigError(f"system {self.name!r} needs one part per worker: the "
                               f"partition has {partition.num_parts} parts, the run "
                               f"{world_size} workers")
+
+    def check_inputs(self, spec: RunSpec, inputs: dict[str, str], dataset: GraphDataset,
+                     partition: Partition, rank: int) -> None:
+        """Refuse pipeline inputs (``inputs``: name → path) that are stale, truncated or
+        made for other settings, cheaply and before any process group: the worker fails
+        with a named error while its peers still wait to rendezvous (so none of them
+        reports a lost connection instead). Default: nothing to check."""
 
     def setup(self, ctx: WorkerContext, model: torch.nn.Module,
               optimizer: torch.optim.Optimizer) -> None:

@@ -67,11 +67,11 @@ from commgnn.control.controller import (
     make_controller,
 )
 from commgnn.control.estimator import CongestionEstimator
+from commgnn.control.policy import check_pipeline_policy
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.prefetch import Prefetcher
-from commgnn.errors import InputError
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
-from commgnn.sampling.presample import check_presample, open_presampled
+from commgnn.sampling.presample import check_presample, check_run_presample, open_presampled
 from commgnn.systems.base import PreparedBatch, System
 
 
@@ -258,14 +258,21 @@ class GreenDyGNNSystem(System):
                   "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum",
                   "policy_fallback": "max"}
 
+    def check_inputs(self, spec, inputs, dataset, partition, rank) -> None:
+        """The presample, and the pipeline's policy (not one the ``policy`` option names):
+        readable and trained for this dataset and partition."""
+        check_run_presample(spec, inputs, dataset, partition, rank)
+        if self.options["controller"] == "dqn" and not self.options.get("policy") \
+                and inputs.get("policy"):
+            check_pipeline_policy(inputs["policy"], dataset, partition)
+
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
         self.presample_dir = ctx.inputs["presample"]
         self.epochs = int(ctx.spec.get("epochs"))
         meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
                                batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
-                               epochs=self.epochs, steps=ctx.steps,
-                               dataset=ctx.dataset, partition=ctx.partition, worker=ctx.rank)
+                               epochs=self.epochs, steps=ctx.steps)
         self.presample_stats = meta["workers"][str(ctx.rank)]
         self.steps = ctx.steps
         self.total_steps = self.steps * self.epochs
@@ -275,7 +282,10 @@ class GreenDyGNNSystem(System):
         policy = self.options.get("policy") or ctx.inputs.get("policy")
         if policy and Path(policy).is_dir():
             policy = str(Path(policy) / "policy.pt")
-        self.controller = self._controller(ctx, policy)
+        self.controller = make_controller(
+            self.options["controller"], int(self.options["window"]),
+            {"cost_weights": self.options["cost_weights"],
+             "delay_threshold_ms": self.options["delay_threshold_ms"], "policy": policy})
         self.policy_fallback = int(getattr(self.controller, "fallback", None) is not None)
         trained_for = getattr(self.controller, "metadata", {}).get("world")
         if trained_for is not None and int(trained_for) != ctx.world_size:
@@ -299,29 +309,6 @@ class GreenDyGNNSystem(System):
         self._resolver: Prefetcher[PreparedBatch] | None = None
         self._reader: BlockReader | None = None
         self.max_cache_bytes = 0
-
-    def _controller(self, ctx, policy: str | None):
-        """The configured controller; the pipeline's policy (not one named by the
-        ``policy`` option) must have been trained for the run's dataset and partition, and
-        errors about it say how to rebuild it."""
-        from commgnn.control.policy import check_policy_inputs, policy_rebuild_hint
-
-        options = {"cost_weights": self.options["cost_weights"],
-                   "delay_threshold_ms": self.options["delay_threshold_ms"], "policy": policy}
-        if not policy or self.options.get("policy"):
-            return make_controller(self.options["controller"], int(self.options["window"]),
-                                   options)
-        try:
-            controller = make_controller(self.options["controller"],
-                                         int(self.options["window"]), options)
-        except InputError as exc:
-            raise type(exc)(f"{exc}; {policy_rebuild_hint(policy)}") from exc
-        metadata = getattr(controller, "metadata", None)
-        if metadata is not None:
-            dataset = (ctx.dataset.fingerprint, f"the run's dataset {ctx.dataset.name!r}")
-            check_policy_inputs(policy, metadata, dataset,
-                                (ctx.partition.fingerprint, "the run's partition"))
-        return controller
 
     # -- the builder ---------------------------------------------------------------------
     def _window_batches(self, start: int, window: int) -> list[np.ndarray]:

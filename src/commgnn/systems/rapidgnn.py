@@ -33,7 +33,12 @@ import torch
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.prefetch import Prefetcher
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
-from commgnn.sampling.presample import check_presample, frequencies, open_presampled
+from commgnn.sampling.presample import (
+    check_presample,
+    check_run_presample,
+    frequencies,
+    open_presampled,
+)
 from commgnn.systems.base import PreparedBatch, System
 
 
@@ -74,6 +79,9 @@ class RapidGNNSystem(System):
                   "fill_initial_rows": "sum", "fill_refill_rows": "sum",
                   "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum"}
 
+    def check_inputs(self, spec, inputs, dataset, partition, rank) -> None:
+        check_run_presample(spec, inputs, dataset, partition, rank)
+
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
         self.presample_dir = ctx.inputs["presample"]
@@ -81,8 +89,7 @@ class RapidGNNSystem(System):
         self.depth = int(self.options["prefetch_depth"])
         meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
                                batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
-                               epochs=ctx.spec.get("epochs"), steps=ctx.steps,
-                               dataset=ctx.dataset, partition=ctx.partition, worker=ctx.rank)
+                               epochs=ctx.spec.get("epochs"), steps=ctx.steps)
         self.steps = int(meta["steps_per_epoch"])
         # the neighbour-list traffic distributed sampling costs, paid offline by presample
         self.presample_stats = meta["workers"][str(ctx.rank)]

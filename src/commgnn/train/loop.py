@@ -197,6 +197,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     dataset = load_dataset(paths.dataset)
     partition = load_partition(paths.partition, dataset=dataset)  # refuses a stale one
     system.check_partition(partition, env.world_size)
+    system.check_inputs(spec, dict(paths.inputs), dataset, partition, env.rank)  # no group yet
     nic_path = clock_file(f"{env.master_addr}-{env.master_port}-{env.rpc_port}")
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
                                  env.world_size, num_epochs=spec.get("epochs"),
