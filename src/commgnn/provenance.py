@@ -29,6 +29,10 @@ from commgnn.errors import InputError, StaleInputError
 #: The Snakemake rule that builds each kind of artefact.
 RULES = {"dataset": "dataset", "partition": "partition", "presample": "presample",
          "calibration": "calibrate", "policy": "train_policy"}
+#: The file that marks a directory as an artefact of each kind (no hint to delete a
+#: directory that is not one, e.g. a wrong path).
+MARKERS = {"dataset": "meta.json", "partition": "meta.json", "presample": "meta.json",
+           "calibration": "calibration.json", "policy": "policy.pt"}
 
 
 def digest(data: Any) -> str:
@@ -49,12 +53,13 @@ def rebuild_hint(path: str | Path, kind: str) -> str:
 
 @contextlib.contextmanager
 def hinted(path: str | Path, kind: str) -> Iterator[None]:
-    """Append :func:`rebuild_hint` to an :class:`InputError` raised inside (same class)."""
+    """Append :func:`rebuild_hint` to an :class:`InputError` raised inside (same class)
+    when ``path`` is an artefact of ``kind`` (holds its marker file: corrupt, not absent)."""
     try:
         yield
     except InputError as exc:
         hint = rebuild_hint(path, kind)
-        if hint in str(exc):
+        if hint in str(exc) or not (Path(path) / MARKERS[kind]).is_file():
             raise
         raise type(exc)(f"{exc}; {hint}") from exc
 

@@ -134,6 +134,8 @@ def check_pipeline_policy(policy: str | Path, dataset: GraphDataset,
     try:
         _, metadata = load_policy(path)
     except InputError as exc:
+        if not path.is_file():
+            raise
         raise type(exc)(f"{exc}; {hint}") from exc
     check_inputs(path, "policy", metadata.get("inputs"),
                  {"dataset": (dataset.fingerprint, f"the run's dataset {dataset.name!r}"),

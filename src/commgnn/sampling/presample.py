@@ -457,7 +457,7 @@ def verify(out_dir: str | Path) -> dict:
         if not path.is_file():
             raise error(f"{path}: missing")
         if is_blocks:
-            with BlockReader(path) as reader:
+            with BlockReader(path, _num_nodes(meta)) as reader:
                 count = reader.verify()
             if count != entry.get("batches"):
                 raise BlockFileError(f"{path}: {count} batches, meta.json says "
