@@ -1,27 +1,45 @@
 """Start P worker processes: spawned locally, or one per task under torchrun / srun.
 
 Every launcher ends in the same call, ``worker_fn(env, *args)`` with a :class:`DistEnv`
-telling the worker its rank, the world size and the rendezvous addresses. Locally, the
-launcher watches its children: when one dies (crash, kill, non-zero exit) the others are
-stopped within seconds and :class:`WorkerFailed` names the failed worker; children also
-die with the launcher (``PR_SET_PDEATHSIG``), so no run leaves orphans. Under torchrun the
-elastic agent, and under srun ``--kill-on-bad-exit=1``, give the same guarantee.
+telling the worker its rank, the world size and the rendezvous addresses, and every
+worker runs a heartbeat and records its own failure (:mod:`commgnn.dist.heartbeat`).
+Locally, the launcher watches its children: the first failure in time — a worker that
+raised (its own message), died (its signal or exit code) or fell silent (stopped, hung:
+no heartbeat for the timeout) — ends the run at once: the others are killed and
+:class:`WorkerFailed` names that worker in one line. Children also die with the launcher
+(``PR_SET_PDEATHSIG``), so no run leaves orphans. Under torchrun and srun every worker
+watches its peers' heartbeats in the c10d store and ends itself naming a silent peer;
+srun ``--kill-on-bad-exit=1`` and torchrun's agent then end the rest.
+
+Every socket a worker listens on is bound to the rendezvous address's interface
+(:func:`bind_interface`, :func:`rendezvous_store`): the c10d store (served by worker 0
+on ``master_addr`` only, also the RPC rendezvous), gloo's pairs and TensorPipe's
+listeners. Under torchrun the agent serves the store; how it binds is torchrun's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import ipaddress
+import itertools
+import multiprocessing.connection
 import os
 import signal
 import socket
 import subprocess
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import parse_qsl, urlparse
 
+import torch.distributed as dist
 import torch.multiprocessing as mp
-from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
-from commgnn.errors import WorkerFailed
+from commgnn.dist import heartbeat
+from commgnn.errors import HostError, WorkerFailed
 
 PR_SET_PDEATHSIG = 1
 
@@ -37,6 +55,7 @@ class DistEnv:
     rpc_port: int  # TensorPipe RPC rendezvous
     launcher: str  # how this worker was started: "spawn" | "torchrun" | "srun"
     local_rank: int = 0
+    scratch_dir: str = ""  # spawn: a per-run directory the launcher removes at the end
 
 
 def free_ports(addr: str, count: int) -> list[int]:
@@ -112,23 +131,192 @@ def _die_with_parent() -> None:
         pass
 
 
+# -- where to listen ------------------------------------------------------------------------
+def _resolve(addr: str) -> tuple[int, str]:
+    """``(family, ip)`` of ``addr`` (a name or an address)."""
+    try:
+        family, _, _, _, sockaddr = socket.getaddrinfo(addr, None, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise HostError(f"training.master_addr: {addr!r}: does not resolve ({exc})") from None
+    return family, sockaddr[0].split("%")[0]
+
+
+def interface_for(addr: str) -> str:
+    """The name of this host's network interface that reaches ``addr`` (``lo`` for
+    127.0.0.1; the one holding the address when it is local)."""
+    import psutil
+
+    family, ip = _resolve(addr)
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((ip, 9))
+            local = probe.getsockname()[0].split("%")[0]
+        except OSError as exc:
+            raise HostError(f"training.master_addr: {addr!r}: no route from this host "
+                            f"({exc.strerror})") from None
+    wanted = ipaddress.ip_address(local)
+    for name, entries in psutil.net_if_addrs().items():
+        for entry in entries:
+            if entry.family == family and \
+                    ipaddress.ip_address(entry.address.split("%")[0]) == wanted:
+                return name
+    raise HostError(f"training.master_addr: {addr!r}: no interface of this host holds "
+                    f"{local}; set training.interface")
+
+
+def bind_interface(env: DistEnv, interface: str | None) -> str:
+    """Make gloo and TensorPipe listen on ``interface`` (configured), else on the one that
+    reaches the rendezvous address, unless ``GLOO_SOCKET_IFNAME`` / ``TP_SOCKET_IFNAME``
+    already say where. Returns the interface."""
+    name = interface or interface_for(env.master_addr)
+    for var in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+        if interface or var not in os.environ:
+            os.environ[var] = name
+    return name
+
+
+# -- the rendezvous store -------------------------------------------------------------------
+def _agent_store() -> bool:
+    """Under torchrun, whether its agent serves the store on ``MASTER_PORT``."""
+    return os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+
+
+def _client(env: DistEnv, timeout: float) -> dist.Store:
+    store = dist.TCPStore(env.master_addr, env.master_port, None, False,
+                          timeout=timedelta(seconds=timeout))
+    if env.launcher == "torchrun" and _agent_store():
+        attempt = (f"commgnn/{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}/"
+                   f"attempt_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}")
+        return dist.PrefixStore(attempt, store)
+    return store
+
+
+def rendezvous_store(env: DistEnv, timeout: float) -> dist.Store:
+    """The run's c10d store: served by worker 0 on ``master_addr:master_port`` only (a
+    socket bound to that address, not to every interface), or torchrun's agent's."""
+    if env.rank != 0 or (env.launcher == "torchrun" and _agent_store()):
+        return _client(env, timeout)
+    family, ip = _resolve(env.master_addr)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((ip, env.master_port))
+        sock.listen(max(128, 2 * env.world_size))
+    except OSError as exc:
+        sock.close()
+        raise HostError(f"training.master_port: cannot listen on {ip}:{env.master_port} "
+                        f"({exc.strerror})") from None
+    return dist.TCPStore(env.master_addr, env.master_port, env.world_size, True,
+                         timeout=timedelta(seconds=timeout), wait_for_workers=False,
+                         master_listen_fd=sock.detach())
+
+
+_RPC_STORES: dict[str, dist.Store] = {}
+_rpc_ids = itertools.count()
+
+
+def _store_handler(url: str, **_kwargs) -> Iterator[tuple[dist.Store, int, int]]:
+    parsed = urlparse(url)
+    query = dict(parse_qsl(parsed.query))
+    yield _RPC_STORES[parsed.netloc], int(query["rank"]), int(query["world_size"])
+
+
+def rpc_init_method(store: dist.Store) -> str:
+    """An ``init_method`` for :func:`torch.distributed.rpc.init_rpc` that rendezvouses
+    through ``store`` (so RPC opens no store of its own)."""
+    if not _RPC_STORES:
+        with contextlib.suppress(RuntimeError):  # registered by an earlier run here
+            dist.register_rendezvous_handler("commgnn", _store_handler)
+    key = f"store{next(_rpc_ids)}"
+    _RPC_STORES[key] = store
+    return f"commgnn://{key}"
+
+
+def watch_peers(env: DistEnv, timeout: float) -> None:
+    """Under torchrun/srun, let this worker's heartbeat watch its peers through the
+    store (spawned locally, the launcher watches every worker itself)."""
+    beat = heartbeat.current()
+    if env.launcher == "spawn" or beat is None:
+        return
+    owner_rank = None if env.launcher == "torchrun" and _agent_store() else 0
+    owner = (f"the torchrun agent's store at {env.master_addr}:{env.master_port}"
+             if owner_rank is None else
+             f"worker 0 (serving the rendezvous store at {env.master_addr}:"
+             f"{env.master_port})")
+    beat.watch_peers(heartbeat.StoreWatch(_client(env, timeout), env.rank, env.world_size,
+                                          beat.interval, beat.timeout, owner, owner_rank))
+
+
+# -- launching ------------------------------------------------------------------------------
+class WorkerTraceback(Exception):
+    """A worker's traceback, as the cause of :class:`WorkerFailed` (``--debug`` shows it)."""
+
+
 def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, addr: str,
-                 ports: list[int]) -> None:
+                 ports: list[int], control_path: str) -> None:
     _die_with_parent()
+    beat = heartbeat.start(rank, heartbeat.ControlDir(control_path))
     env = DistEnv(rank=rank, world_size=world_size, master_addr=addr, master_port=ports[0],
-                  rpc_port=ports[1], launcher="spawn", local_rank=rank)
-    worker_fn(env, *args)
+                  rpc_port=ports[1], launcher="spawn", local_rank=rank,
+                  scratch_dir=control_path)
+    try:
+        worker_fn(env, *args)
+    except BaseException as exc:  # recorded for the launcher, which reports it
+        beat.record(exc)
+        sys.stderr.flush()
+        os._exit(1)  # never hang in the interpreter's exit (threads, RPC agents)
+    beat.stop()
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ProcessExitedException):
-        how = (f"was killed by signal {exc.signal_name}" if exc.signal_name
-               else f"exited with code {exc.exit_code}")
-        return f"worker {exc.error_index} (pid {exc.error_pid}) {how}"
-    if isinstance(exc, ProcessRaisedException):
-        lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-        return f"worker {exc.error_index} (pid {exc.error_pid}) raised: {lines[-1] if lines else exc}"
-    return str(exc)
+def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
+    """This process is one worker of a torchrun/srun launch."""
+    beat = heartbeat.start(env.rank)
+    try:
+        worker_fn(env, *args)
+    except BaseException as exc:
+        failure = beat.blame(exc)
+        beat.stop_watching(done=False)
+        raise WorkerFailed(failure.message) from exc
+    finally:
+        beat.stop_watching()
+        beat.stop()
+
+
+def _stop(procs: list) -> None:
+    """Kill every live child (a stopped one too) and reap it."""
+    procs = [p for p in procs if p.pid is not None]
+    for proc in procs:
+        if proc.exitcode is None:
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        proc.join(timeout=10)
+
+
+#: Once a failure is seen, how long to let its cause surface (a killed worker's sockets
+#: close before its exit is visible, so a peer's error can be seen first).
+SETTLE_S = 1.0
+
+
+def _watch(procs: list, control: heartbeat.ControlDir) -> heartbeat.Failure | None:
+    """Wait until every child exits cleanly (None) or fails: then the first failure."""
+    interval, timeout = heartbeat.settings()
+    judge = heartbeat.Judge(control, [p.pid for p in procs], timeout,
+                            suspect_after=max(3 * interval, 2.0))
+    settled_at = None
+    while True:
+        codes = [p.exitcode for p in procs]
+        if all(code == 0 for code in codes):
+            return None
+        failure = judge.failure(codes)
+        now = time.monotonic()
+        if failure is not None and settled_at is None:
+            settled_at = now + SETTLE_S
+        if settled_at is not None and now >= settled_at:
+            return failure
+        running = [p.sentinel for p, code in zip(procs, codes, strict=True) if code is None]
+        wait = min(0.5, interval / 2) if settled_at is None else min(0.2, settled_at - now)
+        multiprocessing.connection.wait(running, timeout=max(wait, 0.01))
 
 
 def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str = "127.0.0.1",
@@ -138,41 +326,43 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
 
     Under torchrun/srun this process *is* one worker. Otherwise ``world_size`` processes
     are spawned here, rendezvousing on ``master_port`` (c10d) and ``master_port + 1``
-    (RPC), or on two free ports when it is 0; ``on_start`` receives their pids. Raises
-    :class:`WorkerFailed`.
+    (reserved), or on two free ports when it is 0; ``on_start`` receives their pids.
+    Raises :class:`WorkerFailed` naming the first worker that failed.
     """
+    heartbeat.settings()  # a bad setting fails here, before any worker starts
     env = external_env(master_port)
     if env is not None:
         if env.world_size != world_size:
             raise WorkerFailed(f"launcher gives {env.world_size} workers but the run needs "
                                f"{world_size} (one per partition)")
-        worker_fn(env, *args)
+        _run_external(worker_fn, env, args)
         return
     ports = [master_port, master_port + 1] if master_port else free_ports(master_addr, 2)
-    context = mp.start_processes(_local_entry,
-                                 args=(worker_fn, args, world_size, master_addr, ports),
-                                 nprocs=world_size, join=False, start_method="spawn")
-    pids = [p.pid for p in context.processes]
-    if on_start is not None:
-        on_start(pids)
+    control = heartbeat.ControlDir.create()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_local_entry, name=f"commgnn-worker-{rank}",
+                         args=(rank, worker_fn, args, world_size, master_addr, ports,
+                               str(control.path)))
+             for rank in range(world_size)]
 
     def stop_children(signum, _frame):
-        for proc in context.processes:
-            if proc.is_alive():
-                proc.kill()
+        _stop(procs)
         raise WorkerFailed(f"launcher received signal {signal.Signals(signum).name}; "
                            "stopped all workers")
 
     previous = {s: signal.signal(s, stop_children) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        while not context.join(timeout=0.5, grace_period=2.0):
-            pass
-    except (ProcessExitedException, ProcessRaisedException) as exc:
-        raise WorkerFailed(f"{_describe(exc)}; stopped the other workers") from None
+        for proc in procs:
+            proc.start()
+        if on_start is not None:
+            on_start([p.pid for p in procs])
+        failure = _watch(procs, control)
+        if failure is not None:
+            _stop(procs)
+            cause = WorkerTraceback(failure.detail) if failure.detail else None
+            raise WorkerFailed(f"{failure.message}; stopped the other workers") from cause
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for proc in context.processes:
-            if proc.is_alive():
-                proc.kill()
-
+        _stop(procs)
+        control.remove()

@@ -7,7 +7,8 @@ What is produced never depends on timing: a consumer that outruns the producer w
 for the next item and the wait is reported (``get`` returns it), never skipped.
 
 An exception in ``produce`` is re-raised in the consumer by :meth:`Prefetcher.get` as a
-:class:`PrefetchError` whose ``__cause__`` is the original exception.
+:class:`PrefetchError` whose ``__cause__`` is the original exception and whose message
+names it (type and message): the failure reports show the cause, not the wrapper.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ T = TypeVar("T")
 
 class PrefetchError(RuntimeError):
     """Producing a prefetched item failed (the original exception is the cause)."""
+
+
+def _describe(exc: BaseException) -> str:
+    """``BlockFileError: /path: record 3: checksum mismatch`` (the first line)."""
+    line = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    return f"{type(exc).__name__}: {line}" if line else repr(exc)
 
 
 class Prefetcher(Generic[T]):
@@ -85,7 +92,7 @@ class Prefetcher(Generic[T]):
                 if self._error is not None:
                     index, exc = self._error
                     raise PrefetchError(f"{self._thread.name}: producing item {index} "
-                                        f"failed: {exc!r}") from exc
+                                        f"failed: {_describe(exc)}") from exc
                 if self._stop:
                     raise PrefetchError(f"{self._thread.name}: closed")
                 self._lock.wait()

@@ -8,6 +8,7 @@ from the same hash, and each worker's system restores its own ``state_dict``.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from dataclasses import dataclass
@@ -31,12 +32,22 @@ class Checkpoint:
 def save_checkpoint(directory: Path, epoch: int, model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer, run_key: str,
                     system_states: list[dict[str, Any]]) -> Path:
+    """Write the checkpoint of ``epoch`` atomically (a temporary file renamed over the last
+    one). An OS error (a full disk …) is raised naming the file, and leaves the previous
+    checkpoint and no temporary file behind."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / CHECKPOINT_FILE
     tmp = directory / f".{CHECKPOINT_FILE}.tmp"
+    buffer = io.BytesIO()  # serialised first: torch's own writer hides the OS error
     torch.save({"epoch": epoch, "run_key": run_key, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "systems": system_states}, tmp)
-    os.replace(tmp, path)
+                "optimizer": optimizer.state_dict(), "systems": system_states}, buffer)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(buffer.getbuffer())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(exc.filename or tmp)) from exc
     return path
 
 

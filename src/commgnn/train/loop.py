@@ -17,6 +17,7 @@ target time: raw / ``time_dilation``).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
@@ -35,8 +36,17 @@ from torch.distributed import rpc
 
 from commgnn.config import ConfigError
 from commgnn.data.store import load_dataset
+from commgnn.dist import heartbeat
 from commgnn.dist.feature_store import FeatureStore, worker_name
-from commgnn.dist.launcher import DistEnv, external_env, launch
+from commgnn.dist.launcher import (
+    DistEnv,
+    bind_interface,
+    external_env,
+    launch,
+    rendezvous_store,
+    rpc_init_method,
+    watch_peers,
+)
 from commgnn.dist.netem import (
     ALLREDUCE,
     dilation_of,
@@ -92,19 +102,69 @@ class RunPaths:
 
 def prepare_staging(spec: RunSpec, paths: RunPaths) -> Path:
     """Create the run's staging directory: fresh, or (when resuming) holding the records of
-    an interrupted or finished run with the same configuration."""
+    an interrupted or finished run with the same configuration.
+
+    A finished run stays in place until the new one completes (:func:`publish_run`):
+    extending it works on a copy of its records, or on the staging directory of an
+    interrupted extension of it (which holds them all and more).
+    """
     out, staging = Path(paths.out), paths.staging
     resume = spec.get("resume") and spec.get("checkpoint")
-    if not resume:
-        for stale in (out, staging):
-            if stale.exists():
-                shutil.rmtree(stale)
-    elif out.exists():  # extending a finished run: its records become the staging copy
-        if staging.exists():
-            shutil.rmtree(staging)
-        os.replace(out, staging)
+    if not resume and staging.exists():
+        shutil.rmtree(staging)
+    elif resume and out.exists() and not _recorded_epochs(out) <= _recorded_epochs(staging):
+        _copy_dir(out, staging)
     staging.mkdir(parents=True, exist_ok=True)
     return staging
+
+
+def _recorded_epochs(run_dir: Path) -> set[int]:
+    """The epochs ``run_dir/epochs.jsonl`` has rows for (none if it is absent)."""
+    return {row["epoch"] for row in _epoch_rows(run_dir)}
+
+
+def _copy_dir(src: Path, dst: Path) -> None:
+    """Replace ``dst`` by a copy of ``src``, made aside and renamed (never half a copy)."""
+    tmp = dst.with_name(f".{dst.name}.copy-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        shutil.copytree(src, tmp)
+        if dst.exists():
+            shutil.rmtree(dst)
+        os.replace(tmp, dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one atomic step (Linux ``renameat2``); False if this
+    system or file system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b),
+                     RENAME_EXCHANGE) == 0
+
+
+def publish_run(staging: Path, out: Path) -> None:
+    """Put the complete ``staging`` directory at ``out``, replacing a finished run there
+    atomically (swapped in one step where the system can, else renamed aside first), so
+    ``out`` is at every moment either the old complete run or the new one."""
+    if not out.exists():
+        os.replace(staging, out)
+    elif _exchange(staging, out):
+        shutil.rmtree(staging)
+    else:
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+        os.replace(staging, out)
+        shutil.rmtree(old)
 
 
 def run(spec: RunSpec, paths: RunPaths) -> dict:
@@ -137,42 +197,30 @@ def _device(choice: str, local_rank: int) -> torch.device:
 
 
 def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
-    if spec.get("interface"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", spec.get("interface"))
-        os.environ.setdefault("TP_SOCKET_IFNAME", spec.get("interface"))
+    """Join the process group and RPC through one store, every listener on the
+    rendezvous interface (:func:`commgnn.dist.launcher.rendezvous_store`)."""
+    bind_interface(env, spec.get("interface"))
+    timeout = spec.get("collective_timeout_s")
+    store = rendezvous_store(env, timeout)
     # On CUDA, NCCL carries the gradients and gloo the small CPU collectives (evaluation
     # sums, gathered records); on CPU, gloo carries everything.
     backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
-    if env.launcher == "spawn":
-        init_method = f"tcp://{env.master_addr}:{env.master_port}"
-    else:  # torchrun's agent already serves a store on MASTER_PORT: join it via env://
-        os.environ["MASTER_ADDR"] = env.master_addr
-        os.environ["MASTER_PORT"] = str(env.master_port)
-        init_method = "env://"
-    dist.init_process_group(backend, init_method=init_method, rank=env.rank,
-                            world_size=env.world_size,
-                            timeout=timedelta(seconds=spec.get("collective_timeout_s")),
+    dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=env.rank,
+                            world_size=env.world_size, timeout=timedelta(seconds=timeout),
                             device_id=device if device.type == "cuda" else None)
+    init_method = rpc_init_method(dist.PrefixStore("rpc", store))
     options = rpc.TensorPipeRpcBackendOptions(
-        init_method=f"tcp://{env.master_addr}:{env.rpc_port}",
-        rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8)
+        init_method=init_method, rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8)
     if spec.get("transport") == "tcp":  # real sockets even on one host (for shaped traffic)
         options = rpc.TensorPipeRpcBackendOptions(
-            init_method=f"tcp://{env.master_addr}:{env.rpc_port}",
-            rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8,
-            _transports=["uv"], _channels=["basic"])
+            init_method=init_method, rpc_timeout=spec.get("rpc_timeout_s"),
+            num_worker_threads=8, _transports=["uv"], _channels=["basic"])
     if device.type == "cuda":
         for peer in range(env.world_size):
             options.set_device_map(worker_name(peer), {device.index: device.index})
-    # RPC rendezvous gets its own store on rpc_port; under torchrun, stop it from joining
-    # the agent's store as a client instead (it would wait for a server that never comes).
-    agent_store = os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
-    try:
-        rpc.init_rpc(worker_name(env.rank), rank=env.rank, world_size=env.world_size,
-                     rpc_backend_options=options)
-    finally:
-        if agent_store is not None:
-            os.environ["TORCHELASTIC_USE_AGENT_STORE"] = agent_store
+    rpc.init_rpc(worker_name(env.rank), rank=env.rank, world_size=env.world_size,
+                 rpc_backend_options=options)
+    watch_peers(env, timeout)
 
 
 def _peak_mem_bytes(device: torch.device) -> int:
@@ -198,7 +246,8 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     partition = load_partition(paths.partition, dataset=dataset)  # refuses a stale one
     system.check_partition(partition, env.world_size)
     system.check_inputs(spec, dict(paths.inputs), dataset, partition, env.rank)  # no group yet
-    nic_path = clock_file(f"{env.master_addr}-{env.master_port}-{env.rpc_port}")
+    nic_path = (Path(env.scratch_dir) / "nic" if env.scratch_dir else  # removed with it
+                clock_file(f"{env.master_addr}-{env.master_port}-{env.rpc_port}"))
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
                                  env.world_size, num_epochs=spec.get("epochs"),
                                  nic_path=str(nic_path))
@@ -209,9 +258,12 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
         dist.barrier()
     try:
         _train(env, spec, paths, device, dataset, partition, system, emulator)
-    except BaseException:
+    except BaseException as exc:
+        heartbeat.record_failure(exc)  # before any cleanup: the time of the failure
         rpc.shutdown(graceful=False)  # peers may be gone: never wait for them
         raise
+    if (beat := heartbeat.current()) is not None:
+        beat.stop_watching()  # peers finish and leave one by one from here
     rpc.shutdown(graceful=True)
     dist.destroy_process_group()
     if env.rank == 0:
@@ -274,8 +326,8 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
     run_info["hosts"] = [host for _, host in setups]
 
     staging = paths.staging
-    steps_out = JsonlWriter(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
-    epochs_out = (JsonlWriter(staging / "epochs.jsonl", keep_epochs_below=start_epoch)
+    steps_out = RecordFile(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
+    epochs_out = (RecordFile(staging / "epochs.jsonl", keep_epochs_below=start_epoch)
                   if rank == 0 else None)
     # Rank 0's epoch rows so far (kept from an interrupted run when resuming), for the
     # cumulative energies every row carries.
@@ -333,11 +385,20 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
                               env.launcher, run_info)
         write_tidy_tables(staging, world)
         write_json_atomic(staging / "summary.json", summary)
-        out = Path(paths.out)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
+        publish_run(staging, Path(paths.out))
     dist.barrier()
+
+
+class RecordFile(JsonlWriter):
+    """A :class:`JsonlWriter` whose OS errors (a full disk …) name its file."""
+
+    def write(self, line: str) -> None:
+        try:
+            super().write(line)
+        except OSError as exc:
+            if exc.filename:
+                raise
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
 
 def _fresh_model(spec: RunSpec, dataset, device: torch.device):

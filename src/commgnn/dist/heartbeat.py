@@ -1,0 +1,515 @@
+"""Worker liveness and failure records: which worker failed first, and how.
+
+Every worker runs a heartbeat thread (:class:`Heartbeat`) from its start. A stopped or
+hung process stops all its threads (the thread needs the GIL), so a heartbeat older than
+the timeout names it. A worker that raises records its own failure (rank, wall time,
+exception type, one-line message, traceback) before it cleans up, so the earliest failure
+can be told apart from the ones it caused in other workers.
+
+* Spawned locally, the launcher and its workers share a :class:`ControlDir` (under
+  ``/dev/shm``, never the run's own disk): each worker touches ``beat_w<r>`` every
+  interval and writes ``failure_w<r>.json`` when it fails; the launcher judges
+  (:class:`Judge`): the earliest record, a dead child (dated at its last heartbeat) or a
+  silent one (stopped, hung), and ends the run.
+* Under torchrun or srun no process sees every worker, so each worker also beats into
+  the run's c10d store and watches its peers there (:class:`StoreWatch`): a peer silent
+  for the timeout, or an unreachable store, ends this worker at once with a message
+  naming the peer (srun ``--kill-on-bad-exit`` and torchrun's agent end the rest). A
+  worker that raises a communication error waits up to the timeout for an earlier
+  failure of a peer to blame (:meth:`Heartbeat.blame`).
+
+Settings (environment): ``COMMGNN_HEARTBEAT_S`` (interval, default 1 s) and
+``COMMGNN_HEARTBEAT_TIMEOUT_S`` (silence that fails a worker, default 10 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from commgnn.dist.prefetch import PrefetchError
+from commgnn.errors import CommgnnError, ConfigError, WorkerFailed
+
+INTERVAL_ENV = "COMMGNN_HEARTBEAT_S"
+TIMEOUT_ENV = "COMMGNN_HEARTBEAT_TIMEOUT_S"
+DEFAULT_INTERVAL_S = 1.0
+DEFAULT_TIMEOUT_S = 10.0
+#: Exit status of a worker ended by its heartbeat thread (a peer or the store failed).
+PEER_FAILED_EXIT = 2
+DONE = "done"
+
+
+def settings() -> tuple[float, float]:
+    """``(interval, timeout)`` in seconds from the environment (ConfigError if bad)."""
+    values = []
+    for name, default in ((INTERVAL_ENV, DEFAULT_INTERVAL_S), (TIMEOUT_ENV, DEFAULT_TIMEOUT_S)):
+        raw = os.environ.get(name, "")
+        try:
+            value = float(raw) if raw else default
+        except ValueError:
+            value = -1.0
+        if not 0 < value < 1e6:
+            raise ConfigError(f"{name}={raw!r}: not a positive number of seconds")
+        values.append(value)
+    interval, timeout = values
+    if timeout < 2 * interval:
+        raise ConfigError(f"{TIMEOUT_ENV}={timeout:g}: shorter than two heartbeats "
+                          f"({INTERVAL_ENV}={interval:g})")
+    return interval, timeout
+
+
+# -- failures -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Failure:
+    """One worker's failure: who, when (wall clock; a silent death: its last heartbeat),
+    a one-line message naming it, and its traceback when it raised."""
+
+    rank: int
+    time: float
+    message: str
+    detail: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Failure:
+        data = json.loads(text)
+        return cls(rank=int(data["rank"]), time=float(data["time"]),
+                   message=str(data["message"]), detail=str(data.get("detail", "")))
+
+
+def who(rank: int, pid: int | None = None, host: str | None = None) -> str:
+    """``worker 1 (pid 123)``, ``worker 1 (pid 123 on node7)``."""
+    where = " ".join(p for p in (f"pid {pid}" if pid else "", f"on {host}" if host else "") if p)
+    return f"worker {rank} ({where})" if where else f"worker {rank}"
+
+
+def _user_facing(exc: BaseException) -> bool:
+    return isinstance(exc, CommgnnError) or (isinstance(exc, OSError) and bool(exc.errno))
+
+
+def cause_of(exc: BaseException) -> BaseException:
+    """The exception to report for ``exc``: the first user-facing one (bad input, a full
+    disk …) along its ``__cause__`` chain, else the first that is not a prefetcher's
+    wrapper (:class:`PrefetchError` names what failed, not why)."""
+    chain, seen = [], set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__
+    for candidate in chain:
+        if _user_facing(candidate):
+            return candidate
+    return next((c for c in chain if not isinstance(c, PrefetchError)), chain[-1])
+
+
+_SOURCE_PREFIX = re.compile(r"^\[[^\]]*\.(?:cc|cpp|h|hpp):\d+\]\s*")
+
+
+def first_line(exc: BaseException) -> str:
+    """``exc``'s message as one line (an RPC's remote error keeps the remote worker)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if not lines:
+        return repr(exc)
+    if lines[0].startswith("On WorkerInfo(") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return _SOURCE_PREFIX.sub("", lines[0])
+
+
+def raised(rank: int, exc: BaseException) -> str:
+    """``worker 0 raised BlockFileError: /path: truncated …`` (a WorkerFailed as is)."""
+    cause = cause_of(exc)
+    if isinstance(cause, WorkerFailed):
+        return first_line(cause)
+    return f"worker {rank} raised {type(cause).__name__}: {first_line(cause)}"
+
+
+# -- local launcher: a shared directory ---------------------------------------------------
+class ControlDir:
+    """Heartbeat and failure files shared by a local launcher and its workers."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls) -> ControlDir:
+        """A fresh directory in ``/dev/shm`` (else the temp dir): never the run's disk."""
+        shm = "/dev/shm"
+        root = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+        return cls(tempfile.mkdtemp(prefix="commgnn-ctl-", dir=root))
+
+    def _beat_file(self, rank: int) -> Path:
+        return self.path / f"beat_w{rank}"
+
+    def _failure_file(self, rank: int) -> Path:
+        return self.path / f"failure_w{rank}.json"
+
+    def beat(self, rank: int) -> None:
+        path = self._beat_file(rank)
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            path.touch()
+
+    def last_beat(self, rank: int) -> float | None:
+        """Wall time of ``rank``'s last heartbeat (None before its first)."""
+        try:
+            return self._beat_file(rank).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def record(self, failure: Failure) -> None:
+        """Write ``failure`` (atomically; the first record of a worker stays)."""
+        path = self._failure_file(failure.rank)
+        if path.exists():
+            return
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(failure.to_json())
+        os.replace(tmp, path)
+
+    def failure(self, rank: int) -> Failure | None:
+        try:
+            return Failure.from_json(self._failure_file(rank).read_text())
+        except (FileNotFoundError, ValueError, KeyError):
+            return None
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def proc_state(pid: int) -> str | None:
+    """The one-letter state of ``pid`` in ``/proc`` (``T``: stopped), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def stop_signal(pid: int) -> str:
+    """The signal that stopped child ``pid`` (``SIGSTOP``), or ``""`` if unknown."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WSTOPPED | os.WNOHANG | os.WNOWAIT)
+    except (ChildProcessError, OSError, AttributeError):
+        return ""
+    if info is None or info.si_code != os.CLD_STOPPED:
+        return ""
+    with contextlib.suppress(ValueError):
+        return signal.Signals(info.si_status).name
+    return ""
+
+
+def silent(rank: int, pid: int, last: float, now: float, host: str | None = None) -> Failure:
+    """The failure of a live worker whose last heartbeat was at ``last``."""
+    age = now - last
+    local = host in (None, socket.gethostname())
+    state = proc_state(pid) if local else "?"
+    if state in ("T", "t"):
+        sig = stop_signal(pid)
+        how = f"was stopped ({sig})" if sig else "was stopped"
+    elif state in (None, "Z", "X"):
+        how = "died"
+    else:
+        how = "is unresponsive" + (f" (process state {state})" if state in ("D",) else "")
+    return Failure(rank, last, f"{who(rank, pid, host)} {how}: no heartbeat for {age:.1f} s")
+
+
+def exited(rank: int, pid: int, code: int, last: float) -> Failure:
+    """The failure of a worker that exited with ``code`` without a record."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        how = f"was killed by signal {name}"
+    else:
+        how = f"exited with code {code}"
+    return Failure(rank, last, f"{who(rank, pid)} {how}")
+
+
+class Judge:
+    """The local launcher's view of its children: the first failure, if any.
+
+    A failure record counts at its time; a child that died without one, or stopped
+    beating for ``timeout``, counts at its last heartbeat. Once anything failed, a live
+    child silent for ``suspect_after`` is a candidate too (a stopped worker whose peer
+    timed out first), so the earliest failure wins, not the first noticed.
+    """
+
+    def __init__(self, control: ControlDir, pids: list[int], timeout: float,
+                 suspect_after: float) -> None:
+        self.control, self.pids = control, pids
+        self.timeout, self.suspect_after = timeout, suspect_after
+        self.started = time.time()
+        self._stopped_since: dict[int, float] = {}
+
+    def _last(self, rank: int, now: float) -> float | None:
+        """Last sign of life: the heartbeat, else (before the first) the time it was
+        first seen stopped; None when it is still starting."""
+        beat = self.control.last_beat(rank)
+        if beat is not None:
+            return beat
+        if proc_state(self.pids[rank]) in ("T", "t"):
+            return self._stopped_since.setdefault(rank, now)
+        self._stopped_since.pop(rank, None)
+        return None
+
+    def failure(self, exitcodes: list[int | None]) -> Failure | None:
+        """The earliest failure among the children (``exitcodes``: None while running)."""
+        now = time.time()
+        found: list[Failure] = []
+        quiet: dict[int, float] = {}
+        for rank, code in enumerate(exitcodes):
+            record = self.control.failure(rank)
+            last = self._last(rank, now)
+            if record is not None:
+                found.append(record)
+            elif code not in (None, 0):
+                found.append(exited(rank, self.pids[rank], code, last or self.started))
+            elif code is None and last is not None:
+                quiet[rank] = last
+        found += [silent(r, self.pids[r], last, now) for r, last in quiet.items()
+                  if now - last > self.timeout]
+        if not found:
+            return None
+        failed = {f.rank for f in found}
+        found += [silent(r, self.pids[r], last, now) for r, last in quiet.items()
+                  if r not in failed and now - last > self.suspect_after]
+        return min(found, key=lambda f: f.time)
+
+
+# -- torchrun / srun: the c10d store ------------------------------------------------------
+def bounded(fn, timeout: float, default=None):
+    """``fn()``, or ``default`` if it raises or takes longer than ``timeout`` (a store
+    call to a stopped server blocks for ever; the thread is left behind, daemonic)."""
+    result = [default]
+
+    def target() -> None:
+        with contextlib.suppress(Exception):
+            result[0] = fn()
+
+    thread = threading.Thread(target=target, name="commgnn-store-call", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return result[0]
+
+
+class StoreWatch:
+    """Beat into the run's c10d store and watch the peers' beats there, on a thread.
+
+    ``store`` is this worker's own client connection; ``owner`` names who serves the
+    store (``owner_rank``: a worker, or None for torchrun's agent), for the message when
+    it stops answering: a store call to a stopped server never returns, so the heartbeat
+    thread judges from the time of the last completed poll (:meth:`failure`).
+    """
+
+    def __init__(self, store, rank: int, world_size: int, interval: float, timeout: float,
+                 owner: str, owner_rank: int | None) -> None:
+        self.store, self.rank, self.world = store, rank, world_size
+        self.interval, self.timeout = interval, timeout
+        self.owner, self.owner_rank = owner, owner_rank
+        self.host = socket.gethostname()
+        self._count = 0
+        start = time.monotonic()
+        self._seen: dict[int, tuple[bytes | None, float]] = {
+            peer: (None, start) for peer in range(world_size) if peer != rank}
+        self._last_ok = start
+        self._error = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="commgnn-peers", daemon=True)
+
+    def start(self) -> StoreWatch:
+        self._thread.start()
+        return self
+
+    def stop(self, done: bool) -> None:
+        """Stop watching; ``done``: tell the peers this worker finished (they stop
+        watching it)."""
+        self._stop.set()
+        if done:
+            bounded(lambda: self.beat(DONE), self.timeout)
+
+    def _key(self, rank: int) -> str:
+        return f"beat/{rank}"
+
+    def beat(self, value: str | None = None) -> None:
+        self._count += 1
+        self.store.set(self._key(self.rank), value or json.dumps(
+            {"pid": os.getpid(), "host": self.host, "n": self._count}))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.beat()
+                for peer, (value, _) in list(self._seen.items()):
+                    if self.store.check([self._key(peer)]):
+                        current = self.store.get(self._key(peer))
+                        if current != value:
+                            self._seen[peer] = (current, time.monotonic())
+                self._last_ok = time.monotonic()
+            except Exception as exc:  # the store stopped answering
+                self._error = first_line(exc)
+            self._stop.wait(self.interval)
+
+    def failure(self) -> Failure | None:
+        """A peer silent for the timeout, or the store itself; None while all is well."""
+        if self._stop.is_set():
+            return None
+        now = time.monotonic()
+        if now - self._last_ok > self.timeout:
+            rank = self.owner_rank if self.owner_rank is not None else -1
+            why = self._error or f"no answer for {now - self._last_ok:.1f} s"
+            return Failure(rank, time.time() - (now - self._last_ok),
+                           f"{self.owner} is unresponsive: {why}")
+        for peer, (value, since) in list(self._seen.items()):
+            if value == DONE.encode() or now - since <= self.timeout:
+                continue
+            last = time.time() - (now - since)
+            info = json.loads(value) if value else {}
+            if not info:
+                return Failure(peer, last, f"{who(peer)} is unresponsive: no heartbeat "
+                               f"for {now - since:.1f} s (none since the rendezvous)")
+            return silent(peer, int(info["pid"]), last, last + (now - since),
+                          host=info.get("host"))
+        return None
+
+    def record(self, failure: Failure) -> None:
+        """Store ``failure`` (the first record of a worker stays)."""
+        self.store.compare_set(f"failed/{failure.rank}", "", failure.to_json())
+
+    def failures(self) -> list[Failure]:
+        """The failures the workers recorded in the store so far."""
+        found = []
+        for peer in range(self.world):
+            key = f"failed/{peer}"
+            if self.store.check([key]):
+                found.append(Failure.from_json(self.store.get(key)))
+        return found
+
+
+# -- the worker's side --------------------------------------------------------------------
+class Heartbeat:
+    """This worker's heartbeat thread and its failure record (one per worker process)."""
+
+    def __init__(self, rank: int, control: ControlDir | None = None) -> None:
+        self.rank = rank
+        self.control = control
+        self.interval, self.timeout = settings()
+        self.watch: StoreWatch | None = None
+        self.recorded: Failure | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="commgnn-heartbeat",
+                                        daemon=True)
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def watch_peers(self, watch: StoreWatch) -> None:
+        """From now on also beat into the store and end this worker when a peer (or the
+        store) falls silent."""
+        self.watch = watch.start()
+
+    def stop_watching(self, done: bool = True) -> None:
+        """Stop watching the peers (before the final shutdown, when peers exit in turn);
+        ``done`` tells them this worker finished."""
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.stop(done)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.interval + 1)
+
+    def _run(self) -> None:
+        while True:
+            if self.control is not None:
+                with contextlib.suppress(OSError):
+                    self.control.beat(self.rank)
+            watch = self.watch
+            failure = watch.failure() if watch is not None else None
+            if failure is not None:
+                self._end(failure)
+            if self._stop.wait(self.interval):
+                return
+
+    def _end(self, failure: Failure) -> None:
+        """A peer (or the store) failed: say so and end this worker now (its main thread
+        may be blocked in a collective for minutes)."""
+        print(f"commgnn: error: {failure.message}", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os._exit(PEER_FAILED_EXIT)
+
+    def record(self, exc: BaseException) -> Failure:
+        """Record ``exc`` as this worker's failure (the first one stays) and return it."""
+        with self._lock:
+            if self.recorded is not None:
+                return self.recorded
+            detail = "".join(traceback.format_exception(exc))
+            self.recorded = Failure(self.rank, time.time(), raised(self.rank, exc), detail)
+        if self.control is not None:
+            with contextlib.suppress(OSError):
+                self.control.record(self.recorded)
+        watch = self.watch
+        if watch is not None:
+            bounded(lambda: watch.record(self.recorded), self.interval)
+        return self.recorded
+
+    def blame(self, exc: BaseException) -> Failure:
+        """The failure to report for ``exc`` under torchrun/srun: an earlier failure of a
+        peer recorded in the store, waited for (up to the heartbeat timeout: a silent peer
+        ends this worker from the heartbeat thread meanwhile) when ``exc`` is a
+        communication error rather than this worker's own (bad input, a full disk)."""
+        own = self.record(exc)
+        watch = self.watch
+        if watch is None:
+            return own
+        # a silent peer is named by the heartbeat thread within timeout + 3 intervals
+        wait = 0.0 if _user_facing(cause_of(exc)) else self.timeout + 4 * self.interval + 1
+        deadline = time.monotonic() + wait
+        while True:
+            found = bounded(watch.failures, self.interval, default=[])
+            earlier = [f for f in found if f.rank != self.rank and f.time < own.time]
+            if earlier:
+                return min(earlier, key=lambda f: f.time)
+            if time.monotonic() >= deadline:
+                return own
+            time.sleep(self.interval / 2)
+
+
+_current: Heartbeat | None = None
+
+
+def start(rank: int, control: ControlDir | None = None) -> Heartbeat:
+    """Start this process's heartbeat (once; later calls return the running one)."""
+    global _current
+    if _current is None:
+        _current = Heartbeat(rank, control).start()
+    return _current
+
+
+def current() -> Heartbeat | None:
+    return _current
+
+
+def record_failure(exc: BaseException) -> None:
+    """Record ``exc`` as this worker's failure, if a heartbeat runs (else nothing)."""
+    if _current is not None:
+        _current.record(exc)
