@@ -1,0 +1,72 @@
+"""A finished run is never destroyed by a failed extension: it stays in place, byte for
+byte, until the extended run completes, which then replaces it in one step."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from commgnn.errors import WorkerFailed
+from commgnn.sampling.blockio import BlockReader
+from commgnn.sampling.presample import blocks_file
+from commgnn.train.loop import publish_run
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def snapshot(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file()}
+
+
+def flip_record(path: Path, position: int) -> bytes:
+    """Corrupt record ``position`` of a block file; return the original bytes."""
+    original = path.read_bytes()
+    with BlockReader(path) as reader:
+        start, end = reader.record_span(position)
+    data = bytearray(original)
+    data[(start + end) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return original
+
+
+def test_failed_extension_keeps_the_finished_run(tiny_inputs, tiny_presampled, tmp_path,
+                                                 make_spec, run_on_tiny, read_steps):
+    blocks = tmp_path / "blocks"
+    shutil.copytree(tiny_presampled, blocks)
+    finished = run_on_tiny(tmp_path, tiny_inputs, make_spec(system="rapidgnn", epochs=1),
+                           presample=blocks)
+    before = snapshot(finished)
+    bad = blocks / blocks_file(1, 1)  # only the extension reads epoch 1
+    original = flip_record(bad, 1)
+    with pytest.raises(WorkerFailed, match=r"worker 1 raised BlockFileError: .*w1_e1\.blocks: "
+                                           r"record 1: checksum mismatch"):
+        run_on_tiny(tmp_path, tiny_inputs, make_spec(system="rapidgnn", epochs=2),
+                    presample=blocks)
+    assert snapshot(finished) == before, "the finished run changed"
+
+    bad.write_bytes(original)
+    extended = run_on_tiny(tmp_path, tiny_inputs, make_spec(system="rapidgnn", epochs=2),
+                           presample=blocks)
+    summary = json.loads((extended / "summary.json").read_text())
+    assert summary["epochs"] == 2
+    assert [json.loads(line)["epoch"] for line in
+            (extended / "epochs.jsonl").read_text().splitlines()] == [0, 1]
+    first = [r for r in read_steps(extended, 0) if r["epoch"] == 0]
+    assert [r["loss"] for r in first] == \
+        [json.loads(line)["loss"] for line in before["steps_w0.jsonl"].decode().splitlines()]
+    assert not extended.with_name(extended.name + ".partial").exists()
+
+
+def test_publishing_swaps_the_run_in_one_step(tmp_path):
+    out, staging = tmp_path / "run", tmp_path / "run.partial"
+    out.mkdir()
+    (out / "summary.json").write_text("old")
+    staging.mkdir()
+    (staging / "summary.json").write_text("new")
+    publish_run(staging, out)
+    assert (out / "summary.json").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
