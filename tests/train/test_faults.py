@@ -26,7 +26,7 @@ import pytest
 
 from commgnn.dist.heartbeat import ControlDir, Failure, Judge, cause_of, raised
 from commgnn.dist.launcher import free_ports
-from commgnn.dist.prefetch import PrefetchError, Prefetcher
+from commgnn.dist.prefetch import Prefetcher, PrefetchError
 from commgnn.errors import ConfigError, WorkerFailed
 from commgnn.sampling.blockio import BlockFileError, BlockReader
 from commgnn.sampling.presample import blocks_file
@@ -74,7 +74,7 @@ def start_spawned(spec, inputs, out: Path, ckpt: Path) -> tuple[subprocess.Popen
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, **HEARTBEAT})
     staging = out.with_name(out.name + ".partial")
-    wait_for(lambda: has_steps(staging, 0) and has_steps(staging, 1) or proc.poll() is not None,
+    wait_for(lambda: (has_steps(staging, 0) and has_steps(staging, 1)) or proc.poll() is not None,
              90, "training steps")
     assert proc.poll() is None, proc.stderr.read()[-3000:]
     pids = json.loads((staging / "workers.json").read_text())["worker_pids"]
@@ -223,7 +223,7 @@ def start_tasks(spec, inputs, out: Path, ckpt: Path, addr: str = "127.0.0.1"
                               env=srun_env(rank, port, addr)) for rank in range(2)]
     staging = out.with_name(out.name + ".partial")
     try:
-        wait_for(lambda: has_steps(staging, 0) and has_steps(staging, 1)
+        wait_for(lambda: (has_steps(staging, 0) and has_steps(staging, 1))
                  or any(t.poll() is not None for t in tasks), 90, "training steps")
         assert all(t.poll() is None for t in tasks), tasks[0].stderr.read()[-3000:]
     except BaseException:
@@ -257,27 +257,97 @@ def test_stopped_store_host_is_named_by_its_peer(tiny_inputs, tmp_path, make_spe
         tasks[0].kill()  # srun --kill-on-bad-exit
         tasks[0].wait()
     print(f"SIGSTOP of the store host (srun): {took:.1f} s")
-    assert line.startswith(f"commgnn: error: worker 0 (serving the rendezvous store at "
-                           f"127.0.0.1:{port}) is unresponsive"), line
+    assert re.fullmatch(rf"commgnn: error: worker 0 \(pid {tasks[0].pid} on {HOST}\) was "
+                        r"stopped: no heartbeat for \d+\.\d s; it serves the rendezvous store "
+                        rf"at 127\.0\.0\.1:{port}", line), line
     assert took < BOUND_S
     assert_gone([t.pid for t in tasks])
 
 
+def test_stopped_worker_under_torchrun_is_named_and_the_run_ends(tiny_inputs, tmp_path,
+                                                                 make_spec):
+    """torchrun's agent serves the store; a peer names the stopped worker and kills it
+    (the agent's SIGTERM would wait 30 s for a stopped process)."""
+    cmd = train_command(long_spec(make_spec), tiny_inputs, tmp_path / "run", tmp_path / "ck")
+    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                              "--nproc_per_node", "2", *cmd[1:]], text=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env={**os.environ, **HEARTBEAT})
+    try:
+        wait_for(lambda: has_steps(tmp_path / "run.partial", 1) or agent.poll() is not None,
+                 90, "training steps")
+        assert agent.poll() is None, agent.stderr.read()[-3000:]
+        workers = {int(p.environ()["RANK"]): p.pid
+                   for p in psutil.Process(agent.pid).children(recursive=True)
+                   if "RANK" in p.environ()}
+        os.kill(workers[0], signal.SIGSTOP)
+        start = time.monotonic()
+        _, stderr = agent.communicate(timeout=BOUND_S + 5)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    took = time.monotonic() - start
+    print(f"SIGSTOP of worker 0 (torchrun): {took:.1f} s")
+    assert re.search(rf"commgnn: error: worker 0 \(pid {workers[0]} on {HOST}\) was stopped: "
+                     r"no heartbeat for \d+\.\d s\n", stderr), stderr[-3000:]
+    assert agent.returncode != 0 and took < BOUND_S
+    assert_gone(list(workers.values()))
+
+
 # -- the pieces -----------------------------------------------------------------------------
-def test_the_earliest_failure_wins_not_the_first_noticed(tmp_path):
+@pytest.fixture
+def stopped_and_busy():
+    """Two child processes: one stopped (SIGSTOP), one spinning on the CPU."""
+    stopped = subprocess.Popen(["sleep", "60"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    os.kill(stopped.pid, signal.SIGSTOP)
+    yield stopped.pid, busy.pid
+    for proc in (stopped, busy):
+        proc.kill()
+        proc.wait()
+
+
+def age(control: ControlDir, rank: int, seconds: float) -> None:
+    control.beat(rank)
+    then = time.time() - seconds
+    os.utime(control.path / f"beat_w{rank}", (then, then))
+
+
+def judged(judge: Judge, codes: list[int | None]) -> Failure | None:
+    judge.failure(codes)  # the first look samples each silent process's CPU time
+    time.sleep(0.3)
+    return judge.failure(codes)
+
+
+def test_the_earliest_failure_wins_not_the_first_noticed(tmp_path, stopped_and_busy):
+    stopped, busy = stopped_and_busy
     control = ControlDir(tmp_path)
-    now = time.time()
-    for rank in range(3):
-        control.beat(rank)
-    os.utime(tmp_path / "beat_w2", (now - 5, now - 5))  # silent since 5 s, still running
-    control.record(Failure(0, now - 1, "worker 0 raised RuntimeError: eof"))
-    judge = Judge(control, [os.getpid(), os.getpid(), os.getpid()], timeout=10,
-                  suspect_after=2)
-    found = judge.failure([1, None, None])
-    assert found.rank == 2 and "no heartbeat for 5" in found.message
-    control.record(Failure(1, now - 9, "worker 1 raised BlockFileError: x"))
+    age(control, 0, 0)
+    age(control, 1, 0)
+    age(control, 2, 5)  # stopped 5 s ago: below the timeout, noticed only as a suspect
+    control.record(Failure(0, time.time() - 1, "worker 0 raised RuntimeError: eof"))
+    judge = Judge(control, [11, busy, stopped], timeout=10, suspect_after=2)
+    found = judged(judge, [1, None, None])
+    assert found.rank == 2
+    assert re.fullmatch(rf"worker 2 \(pid {stopped}\) was stopped \(SIGSTOP\): no heartbeat "
+                        r"for 5\.\d s", found.message), found.message
+    control.record(Failure(1, time.time() - 9, "worker 1 raised BlockFileError: x"))
     assert judge.failure([1, 1, None]).rank == 1
-    assert Judge(control, [1, 2, 3], 10, 2).failure([None, None, None]).rank == 1
+
+
+def test_a_busy_worker_is_not_hung(tmp_path, stopped_and_busy):
+    """Native code holding the GIL starves the heartbeat thread; the CPU time it uses
+    tells it from a stopped or hung worker (failed after BUSY_TIMEOUTS timeouts)."""
+    stopped, busy = stopped_and_busy
+    control = ControlDir(tmp_path)
+    age(control, 0, 5)
+    age(control, 1, 4)
+    found = judged(Judge(control, [busy, stopped], timeout=2, suspect_after=1), [None] * 2)
+    assert found.rank == 1 and "was stopped (SIGSTOP)" in found.message
+    age(control, 0, 13)
+    found = judged(Judge(control, [busy], timeout=2, suspect_after=1), [None])
+    assert re.fullmatch(rf"worker 0 \(pid {busy}\) is unresponsive \(busy\): no heartbeat "
+                        r"for 13\.\d s", found.message), found.message
 
 
 def test_a_dead_child_counts_at_its_last_heartbeat(tmp_path):
@@ -310,5 +380,5 @@ def test_bad_heartbeat_settings_fail_before_any_worker(monkeypatch):
     from commgnn.dist.launcher import launch
 
     monkeypatch.setenv("COMMGNN_HEARTBEAT_TIMEOUT_S", "0.1")
-    with pytest.raises(ConfigError, match="COMMGNN_HEARTBEAT_TIMEOUT_S=0.1: shorter than"):
+    with pytest.raises(ConfigError, match=r"COMMGNN_HEARTBEAT_TIMEOUT_S=0\.1: shorter than"):
         launch(print, (), 2)

@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from commgnn.dist.prefetch import PrefetchError
@@ -74,12 +74,14 @@ def settings() -> tuple[float, float]:
 @dataclass(frozen=True)
 class Failure:
     """One worker's failure: who, when (wall clock; a silent death: its last heartbeat),
-    a one-line message naming it, and its traceback when it raised."""
+    a one-line message naming it, its traceback when it raised, and the pid of a worker
+    found stopped on this host."""
 
     rank: int
     time: float
     message: str
     detail: str = ""
+    stopped_pid: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -88,7 +90,8 @@ class Failure:
     def from_json(cls, text: str | bytes) -> Failure:
         data = json.loads(text)
         return cls(rank=int(data["rank"]), time=float(data["time"]),
-                   message=str(data["message"]), detail=str(data.get("detail", "")))
+                   message=str(data["message"]), detail=str(data.get("detail", "")),
+                   stopped_pid=int(data.get("stopped_pid", 0)))
 
 
 def who(rank: int, pid: int | None = None, host: str | None = None) -> str:
@@ -200,6 +203,37 @@ def proc_state(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[0]
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time (user + system, clock ticks) ``pid`` has used; None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
+#: A silent worker that still computes (native code holding the GIL starves the
+#: heartbeat thread) is failed only after this many heartbeat timeouts.
+BUSY_TIMEOUTS = 6
+
+
+class Progress:
+    """Whether silent processes still compute: their CPU time grows between looks."""
+
+    def __init__(self) -> None:
+        self._ticks: dict[int, int | None] = {}
+
+    def busy(self, pid: int) -> bool | None:
+        """True if ``pid`` used CPU (or waited on a disk) since the last look, None on the
+        first look."""
+        now, before = cpu_ticks(pid), self._ticks.get(pid, -1)
+        self._ticks[pid] = now
+        if before == -1:
+            return None
+        return proc_state(pid) == "D" or (now is not None and before is not None
+                                          and now > before)
+
+
 def stop_signal(pid: int) -> str:
     """The signal that stopped child ``pid`` (``SIGSTOP``), or ``""`` if unknown."""
     try:
@@ -218,14 +252,16 @@ def silent(rank: int, pid: int, last: float, now: float, host: str | None = None
     age = now - last
     local = host in (None, socket.gethostname())
     state = proc_state(pid) if local else "?"
-    if state in ("T", "t"):
+    stopped = state in ("T", "t")
+    if stopped:
         sig = stop_signal(pid)
         how = f"was stopped ({sig})" if sig else "was stopped"
     elif state in (None, "Z", "X"):
         how = "died"
     else:
-        how = "is unresponsive" + (f" (process state {state})" if state in ("D",) else "")
-    return Failure(rank, last, f"{who(rank, pid, host)} {how}: no heartbeat for {age:.1f} s")
+        how = "is unresponsive" + (" (busy)" if state in ("R", "D") else "")
+    return Failure(rank, last, f"{who(rank, pid, host)} {how}: no heartbeat for {age:.1f} s",
+                   stopped_pid=pid if stopped else 0)
 
 
 def exited(rank: int, pid: int, code: int, last: float) -> Failure:
@@ -247,7 +283,8 @@ class Judge:
     A failure record counts at its time; a child that died without one, or stopped
     beating for ``timeout``, counts at its last heartbeat. Once anything failed, a live
     child silent for ``suspect_after`` is a candidate too (a stopped worker whose peer
-    timed out first), so the earliest failure wins, not the first noticed.
+    timed out first), so the earliest failure wins, not the first noticed. A silent child
+    that still uses CPU is busy, not hung: it fails after ``BUSY_TIMEOUTS`` timeouts.
     """
 
     def __init__(self, control: ControlDir, pids: list[int], timeout: float,
@@ -256,6 +293,14 @@ class Judge:
         self.timeout, self.suspect_after = timeout, suspect_after
         self.started = time.time()
         self._stopped_since: dict[int, float] = {}
+        self._progress = Progress()
+
+    def _silent_for(self, rank: int, last: float, now: float, limit: float) -> bool:
+        """Whether ``rank``, silent since ``last``, counts as failed after ``limit`` s."""
+        busy = self._progress.busy(self.pids[rank])
+        if busy is None or (busy and now - last <= BUSY_TIMEOUTS * self.timeout):
+            return False
+        return now - last > limit
 
     def _last(self, rank: int, now: float) -> float | None:
         """Last sign of life: the heartbeat, else (before the first) the time it was
@@ -282,13 +327,15 @@ class Judge:
                 found.append(exited(rank, self.pids[rank], code, last or self.started))
             elif code is None and last is not None:
                 quiet[rank] = last
+        silent_for = {r: self._silent_for(r, last, now, self.suspect_after)
+                      for r, last in quiet.items()}
         found += [silent(r, self.pids[r], last, now) for r, last in quiet.items()
-                  if now - last > self.timeout]
+                  if silent_for[r] and now - last > self.timeout]
         if not found:
             return None
         failed = {f.rank for f in found}
         found += [silent(r, self.pids[r], last, now) for r, last in quiet.items()
-                  if r not in failed and now - last > self.suspect_after]
+                  if r not in failed and silent_for[r]]
         return min(found, key=lambda f: f.time)
 
 
@@ -311,18 +358,19 @@ def bounded(fn, timeout: float, default=None):
 class StoreWatch:
     """Beat into the run's c10d store and watch the peers' beats there, on a thread.
 
-    ``store`` is this worker's own client connection; ``owner`` names who serves the
-    store (``owner_rank``: a worker, or None for torchrun's agent), for the message when
-    it stops answering: a store call to a stopped server never returns, so the heartbeat
-    thread judges from the time of the last completed poll (:meth:`failure`).
+    ``store`` is this worker's own client connection to the store at ``address``, served
+    by worker ``owner_rank`` (None: torchrun's agent). A store call to a stopped server
+    never returns, so the heartbeat thread judges from the time of the last completed
+    poll (:meth:`failure`), and names the worker serving it.
     """
 
     def __init__(self, store, rank: int, world_size: int, interval: float, timeout: float,
-                 owner: str, owner_rank: int | None) -> None:
+                 address: str, owner_rank: int | None) -> None:
         self.store, self.rank, self.world = store, rank, world_size
         self.interval, self.timeout = interval, timeout
-        self.owner, self.owner_rank = owner, owner_rank
+        self.address, self.owner_rank = address, owner_rank
         self.host = socket.gethostname()
+        self._progress = Progress()
         self._count = 0
         start = time.monotonic()
         self._seen: dict[int, tuple[bytes | None, float]] = {
@@ -371,21 +419,41 @@ class StoreWatch:
             return None
         now = time.monotonic()
         if now - self._last_ok > self.timeout:
-            rank = self.owner_rank if self.owner_rank is not None else -1
-            why = self._error or f"no answer for {now - self._last_ok:.1f} s"
-            return Failure(rank, time.time() - (now - self._last_ok),
-                           f"{self.owner} is unresponsive: {why}")
+            return self._store_failure(now)
         for peer, (value, since) in list(self._seen.items()):
-            if value == DONE.encode() or now - since <= self.timeout:
+            quiet = now - since
+            if value == DONE.encode() or quiet <= self.timeout / 2:
                 continue
-            last = time.time() - (now - since)
             info = json.loads(value) if value else {}
+            local = info and info.get("host") == self.host
+            busy = self._progress.busy(int(info["pid"])) if local else False
+            if quiet <= self.timeout or busy is None or \
+                    (busy and quiet <= BUSY_TIMEOUTS * self.timeout):
+                continue  # a peer on this host still computing is busy, not hung
+            last = time.time() - quiet
             if not info:
                 return Failure(peer, last, f"{who(peer)} is unresponsive: no heartbeat "
-                               f"for {now - since:.1f} s (none since the rendezvous)")
-            return silent(peer, int(info["pid"]), last, last + (now - since),
-                          host=info.get("host"))
+                               f"for {quiet:.1f} s (none since the rendezvous)")
+            return silent(peer, int(info["pid"]), last, last + quiet, host=info.get("host"))
         return None
+
+    def _store_failure(self, now: float) -> Failure:
+        """The store has not answered since the last completed poll: its server failed."""
+        quiet = now - self._last_ok
+        last = time.time() - quiet
+        why = self._error or f"no answer for {quiet:.1f} s"
+        if self.owner_rank is None:
+            return Failure(-1, last, f"the torchrun agent's store at {self.address} is "
+                           f"unresponsive: {why}")
+        value = self._seen.get(self.owner_rank, (None, 0.0))[0]
+        info = json.loads(value) if value and value != DONE.encode() else {}
+        if not info:
+            return Failure(self.owner_rank, last, f"worker {self.owner_rank} (serving the "
+                           f"rendezvous store at {self.address}) is unresponsive: {why}")
+        found = silent(self.owner_rank, int(info["pid"]), last, last + quiet,
+                       host=info.get("host"))
+        return replace(found, message=f"{found.message}; it serves the rendezvous store at "
+                                      f"{self.address}")
 
     def record(self, failure: Failure) -> None:
         """Store ``failure`` (the first record of a worker stays)."""
@@ -433,9 +501,13 @@ class Heartbeat:
             watch.stop(done)
 
     def stop(self) -> None:
+        """Stop beating (a later :func:`start` in this process starts a new heartbeat)."""
+        global _current
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self.interval + 1)
+        if _current is self:
+            _current = None
 
     def _run(self) -> None:
         while True:
@@ -451,8 +523,12 @@ class Heartbeat:
 
     def _end(self, failure: Failure) -> None:
         """A peer (or the store) failed: say so and end this worker now (its main thread
-        may be blocked in a collective for minutes)."""
+        may be blocked in a collective for minutes). A peer stopped on this host is
+        killed first: a launcher's SIGTERM would wait for it (torchrun: 30 s)."""
         print(f"commgnn: error: {failure.message}", file=sys.stderr, flush=True)
+        if failure.stopped_pid and failure.rank != self.rank:
+            with contextlib.suppress(OSError):
+                os.kill(failure.stopped_pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         os._exit(PEER_FAILED_EXIT)

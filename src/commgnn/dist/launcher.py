@@ -239,12 +239,9 @@ def watch_peers(env: DistEnv, timeout: float) -> None:
     if env.launcher == "spawn" or beat is None:
         return
     owner_rank = None if env.launcher == "torchrun" and _agent_store() else 0
-    owner = (f"the torchrun agent's store at {env.master_addr}:{env.master_port}"
-             if owner_rank is None else
-             f"worker 0 (serving the rendezvous store at {env.master_addr}:"
-             f"{env.master_port})")
+    address = f"{env.master_addr}:{env.master_port}"
     beat.watch_peers(heartbeat.StoreWatch(_client(env, timeout), env.rank, env.world_size,
-                                          beat.interval, beat.timeout, owner, owner_rank))
+                                          beat.interval, beat.timeout, address, owner_rank))
 
 
 # -- launching ------------------------------------------------------------------------------

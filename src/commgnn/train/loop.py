@@ -8,7 +8,9 @@ the system's steps (the lifecycle in :mod:`commgnn.systems.base`), checkpoint af
 each (model, optimiser, every worker's system state; resume from the last), evaluate,
 and write per-step JSONL. Rank 0 gathers per-epoch records, writes ``epochs.jsonl`` and
 ``summary.json`` and finally renames the run's staging directory ``<run>.partial`` to
-``<run>`` — so a run directory that exists is complete.
+``<run>`` — so a run directory that exists is complete. A finished run being extended
+or rerun stays in place until the new one completes and replaces it in one step
+(:func:`publish_run`), so a failure never leaves no complete run.
 
 Energy: every step and epoch record has the measured ``energy_j`` (this host, raw time)
 and the target-machine model's ``energy_target_j`` (:mod:`commgnn.energy.target`, in
