@@ -52,7 +52,7 @@ class DistEnv:
     world_size: int
     master_addr: str
     master_port: int  # c10d (gradient collectives)
-    rpc_port: int  # TensorPipe RPC rendezvous
+    rpc_port: int  # reserved with master_port (RPC rendezvouses through the c10d store)
     launcher: str  # how this worker was started: "spawn" | "torchrun" | "srun"
     local_rank: int = 0
     scratch_dir: str = ""  # spawn: a per-run directory the launcher removes at the end
@@ -270,12 +270,12 @@ def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
     beat = heartbeat.start(env.rank)
     try:
         worker_fn(env, *args)
-    except BaseException as exc:
-        failure = beat.blame(exc)
-        beat.stop_watching(done=False)
-        raise WorkerFailed(failure.message) from exc
+    except Exception as exc:
+        raise WorkerFailed(beat.blame(exc).message) from exc
+    else:
+        beat.stop_watching(done=True)
     finally:
-        beat.stop_watching()
+        beat.stop_watching(done=False)
         beat.stop()
 
 
