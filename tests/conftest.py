@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,18 @@ def step_records(out: Path, worker: int) -> list[dict]:
 @pytest.fixture(scope="session")
 def read_steps():
     return step_records
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MB tmpfs (skips where mounting is not permitted)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from commgnn import config as cfg
 from commgnn.errors import CommgnnError, HostError, InputError
+from commgnn.files import write_csv
 
 log = logging.getLogger("commgnn")
 
@@ -86,7 +87,7 @@ def cmd_partition_table(args: argparse.Namespace) -> None:
 
     frame = partition_table(args.partitions)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.out, index=False)
+    write_csv(frame, args.out)
 
 
 def cmd_runs_table(args: argparse.Namespace) -> None:
@@ -95,7 +96,7 @@ def cmd_runs_table(args: argparse.Namespace) -> None:
     _require(args.runs, "summary.json")
     frame = runs_table(args.runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.out, index=False)
+    write_csv(frame, args.out)
 
 
 def _require(paths: list[Path], member: str | None = None) -> None:
@@ -134,9 +135,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
                      out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs)
     summary = run(spec, paths)
-    log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %.4f", spec.run_id,
+    acc = summary.get("test_acc")
+    log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %s", spec.run_id,
              summary["mean_epoch_time_s"], summary["remote_rows_per_epoch"],
-             summary["test_acc"])
+             "n/a" if acc is None else f"{acc:.4f}")
 
 
 def cmd_presample(args: argparse.Namespace) -> None:
@@ -217,7 +219,7 @@ def cmd_figure(args: argparse.Namespace) -> None:
     module = importlib.import_module(f"commgnn.report.figures.{args.name}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     data = module.make(args.inputs, args.out)
-    data.to_csv(args.out.with_suffix(".csv"), index=False)
+    write_csv(data, args.out.with_suffix(".csv"))
 
 
 def cmd_partition(args: argparse.Namespace) -> None:

@@ -58,10 +58,36 @@ def json_text(data: Any, indent: int | None = None) -> str:
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """Write ``data`` as indented, key-sorted strict JSON (:func:`json_text`) via a
-    temporary file and a rename."""
+    temporary file and a rename. An OS error (a full disk …) names ``path`` and leaves
+    no temporary file behind."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json_text(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    try:
+        with naming(path):
+            tmp.write_text(json_text(data, indent=2) + "\n")
+            os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """Re-raise an OS error from the block (a full disk, a read-only file system …) with
+    ``path`` as its file name, so the one-line report says which file failed."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def write_csv(frame: Any, path: str | Path) -> None:
+    """``frame`` (a pandas DataFrame) to ``path`` without its index; an OS error names
+    ``path``."""
+    with naming(path):
+        frame.to_csv(path, index=False)
 
 
 def read_json_object(path: Path, error: type[InputError] = InputError,

@@ -135,21 +135,6 @@ def test_stopped_worker_is_named_by_its_heartbeat(tiny_inputs, tmp_path, make_sp
     assert_gone(pids)
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 2 MB tmpfs (skips where mounting is not permitted)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def fill(mount: Path) -> None:
     """Take every free byte of ``mount``."""
     with open(mount / "filler", "wb") as handle:

@@ -23,6 +23,7 @@ import torch
 from commgnn.dist.congestion import congestion_from_spec
 from commgnn.dist.netem import ALLREDUCE, FETCH, MIGRATION, SAMPLING, SHUFFLE
 from commgnn.energy.target import TargetPowerModel
+from commgnn.files import write_csv
 from commgnn.systems.base import System, reduce_values
 from commgnn.train.spec import RunSpec
 
@@ -236,7 +237,7 @@ def write_tidy_tables(run_dir: Path, workers: int) -> None:
     and epoch) beside the JSONL records, for pandas."""
     steps = pd.concat([pd.read_json(run_dir / f"steps_w{w}.jsonl", lines=True)
                        for w in range(workers)], ignore_index=True)
-    steps.sort_values(["epoch", "step", "worker"]).to_csv(run_dir / "steps.csv", index=False)
+    write_csv(steps.sort_values(["epoch", "step", "worker"]), run_dir / "steps.csv")
     rows = []
     for line in (run_dir / "epochs.jsonl").read_text().splitlines():
         epoch = json.loads(line)
@@ -244,4 +245,4 @@ def write_tidy_tables(run_dir: Path, workers: int) -> None:
             rows.append({**worker, **{f"run_{k}": v for k, v in epoch.items()
                                       if k in ("val_acc", "test_acc", "time_s",
                                                *CUMULATIVE)}})
-    pd.DataFrame(rows).to_csv(run_dir / "epochs.csv", index=False)
+    write_csv(pd.DataFrame(rows), run_dir / "epochs.csv")
