@@ -137,11 +137,10 @@ def test_stopped_worker_is_named_by_its_heartbeat(tiny_inputs, tmp_path, make_sp
 
 def fill(mount: Path) -> None:
     """Take every free byte of ``mount``."""
-    with open(mount / "filler", "wb") as handle:
+    with open(mount / "filler", "wb", buffering=0) as handle:  # nothing left to flush
         try:
             while True:
                 handle.write(b"\0" * 65536)
-                handle.flush()
         except OSError:
             pass
 
