@@ -4,7 +4,7 @@ import sys
 
 from snakemake.utils import min_version, validate
 
-from commgnn.config import ConfigError
+from commgnn.config import ConfigError, read_yaml
 from commgnn.config import validate as validate_config
 
 min_version("8.0")
@@ -17,9 +17,12 @@ if not workflow.overwrite_configfiles:
 
 
 
-# The schema check with one line per problem (Snakemake's own validate prints the whole
+# Duplicate keys (Snakemake's loader lets the last one win without a word), then the
+# schema check with one line per problem (Snakemake's own validate prints the whole
 # schema), then Snakemake's, which fills in the schema's defaults.
 try:
+    for _configfile in workflow.configfiles:
+        read_yaml(_configfile)
     validate_config(config, prefix="")
 except ConfigError as error:
     print(f"commgnn: invalid configuration ({', '.join(map(str, workflow.configfiles))}): "

@@ -234,8 +234,7 @@ def test_master_on_another_interface_and_busy_port():
         busy.listen()
         port = busy.getsockname()[1]
         assert training_host_problems({"master_port": port}) == [
-            f"training.master_port: {port}: port {port} on 127.0.0.1 is in use (0 picks free "
-            "ports)"]
+            f"training.master_port: {port}: in use on 127.0.0.1 (0 picks a free port)"]
     interfaces = {name: [a.address.split("%")[0] for a in addrs
                          if a.family in (socket.AF_INET, socket.AF_INET6)]
                   for name, addrs in psutil.net_if_addrs().items()}
@@ -247,6 +246,23 @@ def test_master_on_another_interface_and_busy_port():
             f"({', '.join(interfaces[other])})"]
     assert training_host_problems({"interface": "lo"}) == []
     assert training_host_problems({"master_addr": "192.0.2.1"}, rendezvous=False) == []
+    assert training_host_problems({"master_addr": "127.0.1.1"}) == []  # Debian's host name
+
+
+def test_a_port_a_finished_run_closed_is_free():
+    """The store closes its connections first, leaving TIME_WAIT sockets on its port for a
+    minute; it binds with SO_REUSEADDR, so the port is not in use for the next run."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the store's
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server side closes first: its end waits in TIME_WAIT
+        client.recv(1)
+        client.close()
+    assert training_host_problems({"master_port": port}) == []
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this host has a CUDA device")
@@ -355,3 +371,28 @@ def test_workflow_stops_before_any_job(repo_root, tmp_path):
         f"commgnn: invalid configuration ({tmp_path / 'c.yaml'}): training.interface: "
         "'nonexistent0': no such network interface here")
     assert not (tmp_path / "res").exists()
+
+
+def test_workflow_refuses_duplicate_keys(repo_root, tmp_path):
+    """Snakemake's own loader lets the last duplicate win; the workflow names the line."""
+    text = yaml.safe_dump(_with(lambda c: c.update(results_dir="res")), sort_keys=False)
+    text = text.replace("datasets:\n", "datasets:\n  tiny: {source: synthetic}\n", 1)
+    (tmp_path / "d.yaml").write_text(text)
+    first, second = [i + 1 for i, line in enumerate(text.splitlines())
+                     if line.startswith("  tiny:")][:2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "-n", "--snakefile",
+         str(repo_root / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+         str(tmp_path / "d.yaml"), "--workflow-profile", "none"],
+        capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        f"commgnn: invalid configuration ({tmp_path / 'd.yaml'}): {tmp_path / 'd.yaml'}:"
+        f"{second}: duplicate key 'tiny' (first at line {first})")
+
+
+def test_yaml_merge_keys_are_not_duplicates(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("base: &b {parts: 2, method: metis}\n"
+                    "partitionings:\n  m2: {<<: *b, parts: 4}\n")
+    assert read_yaml(path)["partitionings"] == {"m2": {"parts": 4, "method": "metis"}}

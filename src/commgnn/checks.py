@@ -391,11 +391,9 @@ def training_host_problems(training: dict, rendezvous: bool = True) -> list[str]
         problems.append(f"training.master_addr: {addr!r}: not on training.interface "
                         f"{interface!r} ({', '.join(addresses[interface])})")
     port = settings["master_port"]
-    if port and local:
-        busy = [p for p in (port, port + 1) if _port_busy(addr, p)]
-        if busy:
-            problems.append(f"training.master_port: {port}: port {busy[0]} on {addr} is in "
-                            "use (0 picks free ports)")
+    if port and local and _port_busy(addr, port):
+        problems.append(f"training.master_port: {port}: in use on {addr} "
+                        "(0 picks a free port)")
     return problems + _device_problems(settings["device"])
 
 
@@ -425,12 +423,18 @@ def _is_local(addr: str, addresses: dict[str, list[str]]) -> bool | None:
     except socket.gaierror:
         return None
     mine = {ipaddress.ip_address(a) for found in addresses.values() for a in found}
-    return any(ipaddress.ip_address(info[4][0].split("%")[0]) in mine for info in infos)
+    loopback = any(ip.is_loopback for ip in mine)  # 127.0.1.1 … are local where lo is
+    ips = {ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos}
+    return any(ip in mine or (loopback and ip.is_loopback and ip.version == 4)
+               for ip in ips)
 
 
 def _port_busy(addr: str, port: int) -> bool:
+    """Whether the store could not listen on ``addr:port`` (bound as it binds, with
+    ``SO_REUSEADDR``, so a finished run's TIME_WAIT sockets do not count)."""
     family = socket.AF_INET6 if ":" in addr else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((addr, port))
         except OSError as exc:

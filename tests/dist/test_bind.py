@@ -112,3 +112,33 @@ def test_srun_tasks_listen_on_the_master_address_only(tiny_inputs, tmp_path, mak
             task.communicate(timeout=30)
     assert all(found.values()), found
     assert set().union(*found.values()) == {addr}, found
+
+
+def test_rpc_calibration_listens_on_loopback_only():
+    """GreenDyGNN's RPC calibration (its own 2-worker launch) binds like a run."""
+    import threading
+
+    from commgnn.control.rpc_calibration import measure_rpc
+
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def watch() -> None:  # the launcher must run on the main thread (signal handlers)
+        while not done.is_set():
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    seen.update(listening(child.pid))
+                except psutil.Error:
+                    pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        points = measure_rpc("none", rows_grid=[1, 500], delays_ms=[0.0, 20.0], repeats=40,
+                             feature_dim=16, time_dilation=1.0)
+    finally:
+        done.set()
+        watcher.join()
+    assert len(points) == 2 * 2 * 40
+    assert seen == {"127.0.0.1"}, seen

@@ -171,7 +171,7 @@ def _rpc_worker(env: Any, job_json: str, out_path: str) -> None:
     from torch.distributed import rpc
 
     from commgnn.dist.feature_store import ID_BYTES, FeatureStore, worker_name
-    from commgnn.dist.launcher import rendezvous_store, rpc_init_method
+    from commgnn.dist.launcher import bind_interface, rendezvous_store, rpc_init_method
     from commgnn.dist.netem import network_from_spec
     from commgnn.files import write_json_atomic
 
@@ -189,7 +189,9 @@ def _rpc_worker(env: Any, job_json: str, out_path: str) -> None:
     owner = np.full(total, OWNER, dtype=np.int64)
     store = FeatureStore(env.rank, owner, np.arange(total, dtype=np.int64), rows, emulator,
                          float(job["rpc_timeout_s"]), table="rpc_calibration")
-    # RPC rendezvouses through the run's store, served on master_addr only.
+    # RPC rendezvouses through the run's store, served on master_addr only, and TensorPipe
+    # listens on the interface that holds it.
+    bind_interface(env, None)
     c10d_store = rendezvous_store(env, float(job["rpc_timeout_s"]))
     options = rpc.TensorPipeRpcBackendOptions(
         init_method=rpc_init_method(c10d_store),

@@ -123,12 +123,16 @@ def external_env(master_port: int = 0) -> DistEnv | None:
     return None
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent_pid: int | None = None) -> None:
+    """Be killed when the parent dies; exit now if ``parent_pid`` (the launcher) is
+    already gone (it died before the death signal was set)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: the launcher's own cleanup still applies
         pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
 
 
 # -- where to listen ------------------------------------------------------------------------
@@ -165,11 +169,12 @@ def interface_for(addr: str) -> str:
 
 
 def bind_interface(env: DistEnv, interface: str | None) -> str:
-    """Make gloo and TensorPipe listen on ``interface`` (configured), else on the one that
-    reaches the rendezvous address, unless ``GLOO_SOCKET_IFNAME`` / ``TP_SOCKET_IFNAME``
-    already say where. Returns the interface."""
+    """Make gloo, TensorPipe and NCCL listen on ``interface`` (configured), else on the one
+    that reaches the rendezvous address, unless ``GLOO_SOCKET_IFNAME`` /
+    ``TP_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` already say where. Returns the
+    interface."""
     name = interface or interface_for(env.master_addr)
-    for var in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+    for var in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
         if interface or var not in os.environ:
             os.environ[var] = name
     return name
@@ -250,8 +255,8 @@ class WorkerTraceback(Exception):
 
 
 def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, addr: str,
-                 ports: list[int], control_path: str) -> None:
-    _die_with_parent()
+                 ports: list[int], control_path: str, launcher_pid: int) -> None:
+    _die_with_parent(launcher_pid)
     beat = heartbeat.start(rank, heartbeat.ControlDir(control_path))
     env = DistEnv(rank=rank, world_size=world_size, master_addr=addr, master_port=ports[0],
                   rpc_port=ports[1], launcher="spawn", local_rank=rank,
@@ -300,12 +305,14 @@ def _watch(procs: list, control: heartbeat.ControlDir) -> heartbeat.Failure | No
     interval, timeout = heartbeat.settings()
     judge = heartbeat.Judge(control, [p.pid for p in procs], timeout,
                             suspect_after=max(3 * interval, 2.0))
-    settled_at = None
+    settled_at, failure = None, None
     while True:
         codes = [p.exitcode for p in procs]
         if all(code == 0 for code in codes):
             return None
-        failure = judge.failure(codes)
+        # Once seen, a failure stands (a silent worker that beats again within the settle
+        # time still failed); an earlier one seen while settling replaces it.
+        failure = judge.failure(codes) or failure
         now = time.monotonic()
         if failure is not None and settled_at is None:
             settled_at = now + SETTLE_S
@@ -339,7 +346,7 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_local_entry, name=f"commgnn-worker-{rank}",
                          args=(rank, worker_fn, args, world_size, master_addr, ports,
-                               str(control.path)))
+                               str(control.path), os.getpid()))
              for rank in range(world_size)]
 
     def stop_children(signum, _frame):
