@@ -166,6 +166,7 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     again = snakemake(repo_root, tmp_path, TINY, "--dry-run")
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+    assert "records other settings" not in again.stderr  # every summary matches its spec
 
 
 def test_invalid_config_fails_before_any_job(repo_root, tmp_path):

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from commgnn.errors import WorkerFailed
 from commgnn.sampling.blockio import BlockReader
@@ -70,3 +73,54 @@ def test_publishing_swaps_the_run_in_one_step(tmp_path):
     publish_run(staging, out)
     assert (out / "summary.json").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+PIPELINE = {
+    "results_dir": "out",
+    "datasets": {"tiny": {"source": "synthetic", "preset": "tiny", "seed": 3}},
+    "partitionings": {"metis2": {"method": "metis", "parts": 2}},
+    "training": {"epochs": 1, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 100},
+    "experiments": [{"systems": ["default"], "datasets": ["tiny"], "partitionings": ["metis2"],
+                     "batch_sizes": [256], "networks": ["10gbe"]}],
+}
+
+
+RUN = "out/runs/default/tiny/metis2/sage_b256_10gbe_s0"
+
+
+def pipeline(repo: Path, workdir: Path, epochs: int, *flags: str) -> subprocess.CompletedProcess:
+    config = {**PIPELINE, "training": {**PIPELINE["training"], "epochs": epochs}}
+    (workdir / "c.yaml").write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile",
+         str(repo / "Snakefile"), "--directory", str(workdir), "--configfile",
+         str(workdir / "c.yaml"), "--workflow-profile", "none", *flags, "--", RUN],
+        capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_the_pipeline_extends_a_finished_run_in_place(repo_root, tmp_path):
+    """More epochs in the config rerun the train job (a changed parameter), which resumes
+    the finished run: Snakemake must neither delete it before the job nor leave it
+    destroyed when the extension fails."""
+    first = pipeline(repo_root, tmp_path, 1)
+    assert first.returncode == 0, first.stderr[-3000:]
+    run = tmp_path / RUN
+    before = snapshot(run)
+    checkpoint = next((tmp_path / "out/checkpoints").rglob("*.pt"))
+    saved = checkpoint.read_bytes()
+    checkpoint.write_bytes(saved[: len(saved) // 2])  # the extension fails to resume
+    failed = pipeline(repo_root, tmp_path, 2)
+    assert failed.returncode != 0
+    assert snapshot(run) == before, "the failed extension changed the finished run"
+
+    # Snakemake restored the run but recorded the failed job's settings as done: the
+    # workflow says so and how to retry.
+    checkpoint.write_bytes(saved)
+    again = pipeline(repo_root, tmp_path, 2, "--dry-run")
+    assert f"commgnn: {RUN} records other settings than the config's; if Snakemake does " \
+           f"not rerun it (a failed extension), use --forcerun {RUN}" in again.stderr
+    extended = pipeline(repo_root, tmp_path, 2, "--forcerun", RUN)
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    assert [json.loads(line)["epoch"] for line in
+            (run / "epochs.jsonl").read_text().splitlines()] == [0, 1]
+    assert (run / "steps_w0.jsonl").read_bytes().startswith(before["steps_w0.jsonl"])

@@ -16,8 +16,7 @@ from pathlib import Path
 # the training settings against this host (interface, master address and port, CUDA)
 # just before the first job when jobs run here (onstart: neither in a dry run nor under a
 # cluster executor, whose jobs run elsewhere and check at `commgnn train`). Duplicate keys
-# in a config file are refused by Snakemake's loader ("not valid JSON or YAML");
-# `commgnn validate FILE` names the line.
+# in a config file are refused in the Snakefile, naming the line.
 def _config_failure(error):
     """End the run before any job with the config's problems, one line each."""
     print(f"commgnn: invalid configuration ({', '.join(map(str, workflow.configfiles))}): "
@@ -102,6 +101,41 @@ try:
 except CommgnnError as _error:
     _config_failure(_error)
 TRAINING = {**TRAINING_DEFAULTS, **config.get("training", {})}
+
+
+def _recorded_settings(run_dir):
+    """What a finished run records of its configuration (None if it records nothing)."""
+    try:
+        summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return {key: summary.get(key) for key in ("training", "system_options", "network_spec")}
+
+
+def _runs_of_another_configuration():
+    """Finished runs whose summary records other settings than the config now asks for.
+
+    A train job rerun by a changed setting (more epochs: an extension) keeps the finished
+    run in place (an ``update`` output). When that job fails, Snakemake restores the run
+    but records the new settings as done, so a later invocation sees nothing to do; the
+    workflow names these runs and how to retry them."""
+    stale = []
+    for key, spec in RUNS.items():
+        run_dir = f"{RESULTS}/runs/{key}"
+        recorded = _recorded_settings(run_dir)
+        wanted = json.loads(json.dumps({"training": spec.training,
+                                        "system_options": spec.system_options,
+                                        "network_spec": spec.network_spec}))
+        if recorded is not None and recorded != wanted:
+            stale.append(run_dir)
+    return stale
+
+
+if workflow.is_main_process and RUNS:
+    for _run_dir in _runs_of_another_configuration():
+        print(f"commgnn: {_run_dir} records other settings than the config's; if "
+              f"Snakemake does not rerun it (a failed extension), use --forcerun {_run_dir}",
+              file=sys.stderr)
 
 
 def run_id(w):

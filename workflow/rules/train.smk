@@ -6,10 +6,15 @@
 rule train:
     input:
         unpack(train_inputs),
+    # update: Snakemake must not delete a finished run before a job that extends it (more
+    # epochs resume from the checkpoint); `commgnn train` replaces it only once the
+    # extended run is complete, and Snakemake restores it if the job fails.
     output:
-        directory(
-            f"{RESULTS}/runs/{{system}}/{{dataset}}/{{partitioning}}/"
-            "{model}_b{batch}_{network}_s{seed}"
+        update(
+            directory(
+                f"{RESULTS}/runs/{{system}}/{{dataset}}/{{partitioning}}/"
+                "{model}_b{batch}_{network}_s{seed}"
+            )
         ),
     params:
         spec=lambda w: run_spec_arg(w),

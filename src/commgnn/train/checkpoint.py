@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from commgnn.errors import InputError
+
 CHECKPOINT_FILE = "last.pt"
 log = logging.getLogger(__name__)
 
@@ -65,15 +67,16 @@ def load_checkpoint(directory: Path, model: torch.nn.Module,
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise RuntimeError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") \
-            from exc
+        detail = " ".join(str(exc).split())[:200]
+        raise InputError(f"{path}: unreadable checkpoint ({detail}); delete it to start "
+                         "over") from exc
     if state.get("run_key") != run_key:
         log.warning("%s: checkpoint of a different configuration; starting over", path)
         return None
     systems = state.get("systems")
     if not isinstance(systems, list) or len(systems) != world_size:
-        raise RuntimeError(f"{path}: no system state for {world_size} workers; delete it to "
-                           "start over")
+        raise InputError(f"{path}: no system state for {world_size} workers; delete it to "
+                         "start over")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     return Checkpoint(next_epoch=int(state["epoch"]) + 1, system_states=systems)
