@@ -218,8 +218,10 @@ def start_tasks(spec, inputs, out: Path, ckpt: Path, addr: str = "127.0.0.1"
 
 
 def test_dead_rpc_peer_is_named_by_the_survivor(tiny_inputs, tmp_path, make_spec):
-    tasks, _ = start_tasks(long_spec(make_spec), tiny_inputs, tmp_path / "run",
-                           tmp_path / "ckpt")
+    tasks, port = start_tasks(long_spec(make_spec), tiny_inputs, tmp_path / "run",
+                              tmp_path / "ckpt")
+    clocks = Path(f"/dev/shm/commgnn-nic-127.0.0.1-{port}-{port + 1}")
+    assert clocks.exists()
     dead = tasks[1].pid
     tasks[1].kill()
     tasks[1].wait()  # srun reaps it
@@ -229,6 +231,7 @@ def test_dead_rpc_peer_is_named_by_the_survivor(tiny_inputs, tmp_path, make_spec
                         r"died: no heartbeat for \d+\.\d s", line), line
     assert took < BOUND_S
     assert_gone([tasks[0].pid, dead])
+    assert not clocks.exists(), "the survivor (local rank 0) leaves its host's NIC clocks"
 
 
 def test_stopped_store_host_is_named_by_its_peer(tiny_inputs, tmp_path, make_spec):
@@ -366,3 +369,24 @@ def test_bad_heartbeat_settings_fail_before_any_worker(monkeypatch):
     monkeypatch.setenv("COMMGNN_HEARTBEAT_TIMEOUT_S", "0.1")
     with pytest.raises(ConfigError, match=r"COMMGNN_HEARTBEAT_TIMEOUT_S=0\.1: shorter than"):
         launch(print, (), 2)
+
+
+def test_a_killed_launchers_control_directory_is_swept(tmp_path):
+    """A launcher killed with SIGKILL cannot remove its control directory; the next
+    launcher removes every one whose launcher is gone, and no other."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale, live, foreign = (tmp_path / "commgnn-ctl-a", tmp_path / "commgnn-ctl-b",
+                            tmp_path / "commgnn-ctl-c")
+    for path, pid in ((stale, gone.pid), (live, os.getpid())):
+        path.mkdir()
+        (path / "launcher.pid").write_text(str(pid))
+        (path / "beat_w0").touch()
+    foreign.mkdir()  # no launcher recorded (being created): left alone
+    ControlDir.sweep(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["commgnn-ctl-b", "commgnn-ctl-c"]
+    created = ControlDir.create()
+    try:
+        assert (created.path / "launcher.pid").read_text() == str(os.getpid())
+    finally:
+        created.remove()

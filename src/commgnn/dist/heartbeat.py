@@ -50,6 +50,27 @@ DEFAULT_TIMEOUT_S = 10.0
 #: Exit status of a worker ended by its heartbeat thread (a peer or the store failed).
 PEER_FAILED_EXIT = 2
 DONE = "done"
+CONTROL_PREFIX = "commgnn-ctl-"
+LAUNCHER_FILE = "launcher.pid"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a zombie counts as gone)."""
+    if not os.path.isdir("/proc"):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 def settings() -> tuple[float, float]:
@@ -151,10 +172,26 @@ class ControlDir:
 
     @classmethod
     def create(cls) -> ControlDir:
-        """A fresh directory in ``/dev/shm`` (else the temp dir): never the run's disk."""
+        """A fresh directory in ``/dev/shm`` (else the temp dir): never the run's disk.
+        It records the launcher's pid; directories of launchers that died without
+        removing theirs (SIGKILL) are removed here."""
         shm = "/dev/shm"
         root = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-        return cls(tempfile.mkdtemp(prefix="commgnn-ctl-", dir=root))
+        cls.sweep(Path(root or tempfile.gettempdir()))
+        control = cls(tempfile.mkdtemp(prefix=CONTROL_PREFIX, dir=root))
+        (control.path / LAUNCHER_FILE).write_text(str(os.getpid()))
+        return control
+
+    @staticmethod
+    def sweep(root: Path) -> None:
+        """Remove the control directories under ``root`` whose launcher is gone."""
+        for path in root.glob(f"{CONTROL_PREFIX}*"):
+            try:
+                pid = int((path / LAUNCHER_FILE).read_text())
+            except (OSError, ValueError):
+                continue  # being created, or not ours to judge
+            if not _alive(pid):
+                shutil.rmtree(path, ignore_errors=True)
 
     def _beat_file(self, rank: int) -> Path:
         return self.path / f"beat_w{rank}"
@@ -480,6 +517,7 @@ class Heartbeat:
         self.interval, self.timeout = settings()
         self.watch: StoreWatch | None = None
         self.recorded: Failure | None = None
+        self.scratch: list[Path] = []  # files this worker removes when a peer ends it
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="commgnn-heartbeat",
@@ -530,6 +568,9 @@ class Heartbeat:
         if failure.stopped_pid and failure.rank != self.rank:
             with contextlib.suppress(OSError):
                 os.kill(failure.stopped_pid, signal.SIGKILL)
+        for path in self.scratch:
+            with contextlib.suppress(OSError):
+                path.unlink()
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         os._exit(PEER_FAILED_EXIT)

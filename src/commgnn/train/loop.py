@@ -19,6 +19,7 @@ target time: raw / ``time_dilation``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -253,6 +254,8 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     emulator = network_from_spec(spec.network_spec if system_cls.uses_network else "none",
                                  env.world_size, num_epochs=spec.get("epochs"),
                                  nic_path=str(nic_path))
+    if env.local_rank == 0 and (beat := heartbeat.current()) is not None:
+        beat.scratch.append(nic_path)  # removed even when a peer's failure ends this worker
     _init_groups(env, spec, device)
     if env.launcher != "spawn":
         if env.rank == 0:
@@ -263,12 +266,15 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
     except BaseException as exc:
         heartbeat.record_failure(exc)  # before any cleanup: the time of the failure
         rpc.shutdown(graceful=False)  # peers may be gone: never wait for them
+        if env.local_rank == 0:  # this host's clock file (still mapped by its threads)
+            with contextlib.suppress(FileNotFoundError):
+                nic_path.unlink()
         raise
     if (beat := heartbeat.current()) is not None:
         beat.stop_watching()  # peers finish and leave one by one from here
-    rpc.shutdown(graceful=True)
+    rpc.shutdown(graceful=True)  # every worker is done with the clocks after this
     dist.destroy_process_group()
-    if env.rank == 0:
+    if env.local_rank == 0:  # each host has its own clock file
         emulator.nic.unlink()
 
 
