@@ -136,3 +136,21 @@ def test_a_dqn_run_refuses_a_stale_pipeline_policy(tiny_inputs, tiny_presampled,
                            inputs={"presample": str(tiny_presampled),
                                    "policy": str(policy_dir)}))
     assert not (tmp_path / "run").exists()
+
+
+def test_a_policy_trained_on_another_calibration_is_refused(paths, tmp_path):
+    """The pipeline's layout: ``control/calibration`` beside ``control/policy``; a policy
+    must have been trained on that calibration as it is now."""
+    inputs = input_fingerprints(paths)
+    policy = _policy(tmp_path / "control" / "policy", inputs)
+    calibration = tmp_path / "control" / "calibration" / "calibration.json"
+    calibration.parent.mkdir()
+    calibration.write_text(json.dumps(_calibration(inputs)))
+    dataset, partition = load_dataset(paths["dataset"]), load_partition(paths["partition"])
+    check_pipeline_policy(policy, dataset, partition)  # the one it was trained on
+    rebuilt = _calibration(inputs)
+    rebuilt["workload"] = {**rebuilt["workload"], "note": "recalibrated"}
+    calibration.write_text(json.dumps(rebuilt))
+    with pytest.raises(StaleInputError, match=rf"policy\.pt: stale: made from calibration "
+                                              rf".*but {re.escape(str(calibration))} is "):
+        check_pipeline_policy(policy, dataset, partition)

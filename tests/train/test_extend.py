@@ -124,3 +124,17 @@ def test_the_pipeline_extends_a_finished_run_in_place(repo_root, tmp_path):
     assert [json.loads(line)["epoch"] for line in
             (run / "epochs.jsonl").read_text().splitlines()] == [0, 1]
     assert (run / "steps_w0.jsonl").read_bytes().startswith(before["steps_w0.jsonl"])
+
+
+def test_a_corrupt_record_of_the_finished_run_is_named(tmp_path, make_spec):
+    from commgnn.errors import InputError
+    from commgnn.train.loop import RunPaths, prepare_staging
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "epochs.jsonl").write_text('{"epoch": 0}\n{"epoch": 1, "ti\n')  # cut short
+    paths = RunPaths(dataset="d", partition="p", out=str(out), checkpoints=str(tmp_path))
+    with pytest.raises(InputError) as caught:
+        prepare_staging(make_spec(epochs=3), paths)
+    assert str(caught.value).startswith(f"{out / 'epochs.jsonl'}:2: corrupt record (")
+    assert not paths.staging.exists()

@@ -127,8 +127,9 @@ def policy_rebuild_hint(policy: str | Path) -> str:
 def check_pipeline_policy(policy: str | Path, dataset: GraphDataset,
                           partition: Partition) -> None:
     """Refuse the pipeline's policy (``policy.pt`` or its directory) if it is unreadable
-    (InputError) or was not trained for ``dataset`` and ``partition`` (StaleInputError);
-    both name it and how to rebuild it."""
+    (InputError) or was not trained for ``dataset`` and ``partition``, or on the
+    calibration beside it (``../calibration``) as it is now (StaleInputError); both name
+    it and how to rebuild it."""
     path = Path(policy) / "policy.pt" if Path(policy).is_dir() else Path(policy)
     hint = policy_rebuild_hint(path)
     try:
@@ -137,6 +138,12 @@ def check_pipeline_policy(policy: str | Path, dataset: GraphDataset,
         if not path.is_file():
             raise
         raise type(exc)(f"{exc}; {hint}") from exc
-    check_inputs(path, "policy", metadata.get("inputs"),
-                 {"dataset": (dataset.fingerprint, f"the run's dataset {dataset.name!r}"),
-                  "partition": (partition.fingerprint, "the run's partition")}, hint=hint)
+    expected = {"dataset": (dataset.fingerprint, f"the run's dataset {dataset.name!r}"),
+                "partition": (partition.fingerprint, "the run's partition")}
+    calibration = path.parent.parent / "calibration" / "calibration.json"
+    if calibration.is_file():  # the pipeline's layout: the calibration it was trained on
+        from commgnn.control.costmodel import read_calibration
+
+        expected["calibration"] = (calibration_fingerprint(read_calibration(calibration)),
+                                   str(calibration))
+    check_inputs(path, "policy", metadata.get("inputs"), expected, hint=hint)

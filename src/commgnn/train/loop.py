@@ -59,6 +59,7 @@ from commgnn.dist.nic import clock_file
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
 from commgnn.energy.target import TargetEnergy, TargetPowerModel
+from commgnn.errors import InputError
 from commgnn.files import json_text, write_json_atomic
 from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
@@ -421,11 +422,25 @@ def _fresh_model(spec: RunSpec, dataset, device: torch.device):
 
 
 def _epoch_rows(staging: Path) -> list[dict]:
-    """The epoch rows in the staging directory's ``epochs.jsonl`` (none if absent)."""
+    """The epoch rows in the staging directory's ``epochs.jsonl`` (none if absent); an
+    InputError naming the file and line if one is not a JSON object."""
     path = staging / "epochs.jsonl"
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"{path}:{number}: corrupt record ({exc}); delete "
+                             f"{staging} to start this run over") from exc
+        if not isinstance(row, dict) or "epoch" not in row:
+            raise InputError(f"{path}:{number}: not an epoch record; delete {staging} to "
+                             "start this run over")
+        rows.append(row)
+    return rows
 
 
 def _epoch_target_energy(record: dict, power: TargetPowerModel) -> dict:
