@@ -3,10 +3,12 @@
 Every worker runs a heartbeat thread (:class:`Heartbeat`) from its start. A stopped
 process, or one hung holding the GIL, stops all its threads (the thread needs the GIL),
 so a heartbeat older than the timeout names it (a main thread deadlocked with the GIL
-released keeps the heartbeat alive: the collective and RPC timeouts end that run); one that still uses CPU (native code holding the GIL) is busy, and
-is failed only after ``BUSY_TIMEOUTS`` timeouts (where its ``/proc`` can be read). A worker that raises records its own failure (rank, wall time,
-exception type, one-line message, traceback) before it cleans up, so the earliest failure
-can be told apart from the ones it caused in other workers.
+released keeps the heartbeat alive: the collective and RPC timeouts end that run); one
+that still uses CPU (native code holding the GIL) is busy, and is failed only after
+``BUSY_TIMEOUTS`` timeouts (where its ``/proc`` can be read). A worker that raises
+records its own failure (rank, wall time, exception type, one-line message, traceback)
+before it cleans up, so the earliest failure can be told apart from the ones it caused in
+other workers.
 
 * Spawned locally, the launcher and its workers share a :class:`ControlDir` (under
   ``/dev/shm``, never the run's own disk): each worker touches ``beat_w<r>`` every
