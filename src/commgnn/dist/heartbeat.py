@@ -475,8 +475,14 @@ class StoreWatch:
             if not info:
                 return Failure(peer, last, f"{who(peer)} is unresponsive: no heartbeat "
                                f"for {quiet:.1f} s (none since the rendezvous)")
-            return silent(peer, int(info["pid"]), last, last + quiet, host=info.get("host"))
+            found = silent(peer, int(info["pid"]), last, last + quiet, host=info.get("host"))
+            return self._serving(found) if peer == self.owner_rank else found
         return None
+
+    def _serving(self, found: Failure) -> Failure:
+        """``found`` (the store's server failed) saying what it serves."""
+        return replace(found, message=f"{found.message}; it serves the rendezvous store at "
+                                      f"{self.address}")
 
     def _store_failure(self, now: float) -> Failure:
         """The store has not answered since the last completed poll: its server failed."""
@@ -491,10 +497,8 @@ class StoreWatch:
         if not info:
             return Failure(self.owner_rank, last, f"worker {self.owner_rank} (serving the "
                            f"rendezvous store at {self.address}) is unresponsive: {why}")
-        found = silent(self.owner_rank, int(info["pid"]), last, last + quiet,
-                       host=info.get("host"))
-        return replace(found, message=f"{found.message}; it serves the rendezvous store at "
-                                      f"{self.address}")
+        return self._serving(silent(self.owner_rank, int(info["pid"]), last, last + quiet,
+                                    host=info.get("host")))
 
     def record(self, failure: Failure) -> None:
         """Store ``failure`` (the first record of a worker stays)."""
