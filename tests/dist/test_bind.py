@@ -16,19 +16,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from polling import wait_for
 
 from commgnn.dist.launcher import free_ports, interface_for
 
 pytestmark = pytest.mark.timeout(150)
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def listening(pid: int) -> set[str]:

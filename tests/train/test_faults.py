@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from polling import wait_for
 
 from commgnn.dist.heartbeat import ControlDir, Failure, Judge, cause_of, raised
 from commgnn.dist.launcher import free_ports
@@ -45,15 +46,6 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def has_steps(staging: Path, worker: int) -> bool:
