@@ -46,6 +46,7 @@ wildcard_constraints:
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/presample.smk"
+include: "workflow/rules/distdgl.smk"
 include: "workflow/rules/control.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"

@@ -170,6 +170,7 @@ PIPELINE_INPUT_PATHS = {
         f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
     ),
     "policy": lambda s: f"{RESULTS}/control/{control_key(s)}/policy",
+    "dgl_partition": lambda s: f"{RESULTS}/dgl_partitions/{s.dataset}/{s.partitioning}",
 }
 
 

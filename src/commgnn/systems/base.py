@@ -74,6 +74,9 @@ PIPELINE_INPUTS = {
                  "(`commgnn presample`)",
     "policy": "a GreenDyGNN window policy trained in the simulator calibrated on the run's "
               "workload and network (`commgnn calibrate`, `commgnn train-policy`)",
+    "dgl_partition": "the run's partition in DGL's format, converted by DGL's own "
+                     "partition_graph given the same node assignment (rule dgl_partition, "
+                     "in the DGL environment)",
 }
 
 
@@ -146,7 +149,10 @@ class System(ABC):
     - ``wants_ddp``: whether :meth:`setup` wraps the model in DDP with the emulated
       all-reduce (or :meth:`gradient_hook`);
     - ``figures``: ``{figure module: inputs}`` (keys of :data:`FIGURE_INPUTS`), built by
-      the workflow whenever the experiment matrix runs the system.
+      the workflow whenever the experiment matrix runs the system;
+    - ``external``: the system trains outside commgnn's loop (another framework, in its
+      own environment): ``commgnn train`` calls its ``run_external(spec, paths)``, which
+      writes the same run directory (records, ``summary.json``) and returns the summary.
 
     :meth:`end_epoch` may also return ``extra_remote_rpcs`` / ``_rows`` / ``_bytes``:
     traffic sent outside the steps (e.g. cache fills), added to the epoch's remote totals.
@@ -159,6 +165,7 @@ class System(ABC):
     reductions: ClassVar[dict[str, str]] = {}
     uses_network: ClassVar[bool] = True
     wants_ddp: ClassVar[bool] = True
+    external: ClassVar[bool] = False
     figures: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     ctx: WorkerContext

@@ -177,6 +177,9 @@ def run(spec: RunSpec, paths: RunPaths) -> dict:
     Spawned locally, this process prepares the staging directory and records the worker
     pids; under torchrun/srun every task calls this and rank 0 prepares it instead.
     """
+    system_cls = get_system(spec.base_system)
+    if system_cls.external:  # another framework trains it (e.g. distdgl)
+        return system_cls.run_external(spec, paths)
     on_start = None
     if external_env() is None:
         staging = prepare_staging(spec, paths)

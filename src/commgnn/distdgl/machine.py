@@ -1,0 +1,80 @@
+"""One DistDGL machine on this host (DGL environment): its graph server and its trainer.
+
+Started by :mod:`commgnn.systems.distdgl` inside a mount namespace of its own (``unshare
+--mount``): it mounts a private ``/dev/shm`` first, because DGL names the shared memory
+its server hands to the trainer after the graph, the same on every machine. Then it starts
+the server (DGL's ``initialize`` in the server role) and the trainer, and waits: when
+the trainer exits the server is shut down by DGL (client 0 tells every server); when
+either fails the other is killed and this exits non-zero, naming which.
+
+    python machine.py JOB_JSON   (JOB: machine, machines, ip_config, part_config, out,
+                                  master_port, shm_mb, trainer job)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def main() -> int:
+    job = json.loads(sys.argv[1])
+    machine, out = int(job["machine"]), Path(job["out"])
+    if job.get("private_shm", True):
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={job['shm_mb']}m",
+                               "commgnn-dgl", "/dev/shm"], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"machine {machine}: cannot mount a private /dev/shm: "
+                  f"{done.stderr.strip()}", file=sys.stderr)
+            return 2
+    common = {**os.environ, "DGL_DIST_MODE": "distributed", "DGL_IP_CONFIG": job["ip_config"],
+              "DGL_NUM_SERVER": "1", "DGL_NUM_CLIENT": str(job["machines"]),
+              "DGL_CONF_PATH": job["part_config"], "DGL_GRAPH_FORMAT": "csc",
+              "OMP_NUM_THREADS": str(job["threads"])}
+    server_env = {**common, "DGL_ROLE": "server", "DGL_SERVER_ID": str(machine)}
+    trainer_env = {**common, "DGL_ROLE": "client", "DGL_NUM_SAMPLER": "0",
+                   "COMMGNN_MACHINE": str(machine), "MASTER_ADDR": "127.0.0.1",
+                   "MASTER_PORT": str(job["master_port"]), "RANK": str(machine),
+                   "WORLD_SIZE": str(job["machines"])}
+    with open(out / f"server_{machine}.log", "w") as server_log, \
+            open(out / f"trainer_{machine}.log", "w") as trainer_log:
+        server = subprocess.Popen(
+            [sys.executable, "-c", "import sys, dgl; dgl.distributed.initialize(sys.argv[1])",
+             job["ip_config"]], env=server_env, stdout=server_log, stderr=subprocess.STDOUT)
+        trainer = subprocess.Popen([sys.executable, str(HERE / "trainer.py"),
+                                    json.dumps(job["trainer"])], env=trainer_env,
+                                   stdout=trainer_log, stderr=subprocess.STDOUT)
+        while True:
+            code = trainer.poll()
+            if code is not None:
+                break
+            if server.poll() not in (None, 0):  # 0: shut down by client 0 at the end
+                trainer.kill()
+                trainer.wait()
+                print(f"machine {machine}: its graph server exited with {server.returncode} "
+                      f"(see {out / f'server_{machine}.log'})", file=sys.stderr)
+                return 1
+            time.sleep(0.1)
+        if code != 0:
+            server.kill()
+            server.wait()
+            print(f"machine {machine}: its trainer exited with {code} "
+                  f"(see {out / f'trainer_{machine}.log'})", file=sys.stderr)
+            return 1
+        try:
+            server.wait(timeout=60)  # client 0 shuts every server down
+        except subprocess.TimeoutExpired:
+            server.kill()
+            print(f"machine {machine}: its graph server did not stop", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""One DistDGL trainer (DGL environment): DGL's distributed GraphSAGE training.
+
+Run by ``machine.py`` with DGL's client environment (``DGL_ROLE=client`` …) and
+torch.distributed's (``MASTER_ADDR``, ``RANK`` …). The job (one JSON argument) names the
+partition config, the model and training settings and the output directory. Per step it
+writes commgnn's step record (``steps_w<rank>.jsonl``): the input rows that another
+machine owns (``remote_rows``, pulled from that machine's server through DistTensor), their
+feature bytes, and the sampling, fetch and compute times; per epoch its epoch record
+(``epochs_w<rank>.jsonl``). Training nodes are the training nodes its machine's partition
+owns (``node_split(force_even=False)``), as commgnn's ``default``; every worker runs the
+step count of the largest one, a smaller one cycling through its batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import dgl
+import numpy as np
+import torch
+import torch.nn.functional as F
+from dgl.distributed import rpc_client
+from torch import nn
+
+MACHINE = int(os.environ["COMMGNN_MACHINE"])
+# Every machine of this host shares its addresses, so DGL's choice of the local machine
+# (the first server whose IP is one of this host's) would make every trainer machine 0.
+rpc_client.get_local_machine_id = lambda _namebook: MACHINE
+
+
+class SAGE(nn.Module):
+    """GraphSAGE-mean as commgnn's ``sage``: dropout before every layer but the first,
+    ReLU between layers."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float):
+        super().__init__()
+        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        self.layers = nn.ModuleList(dgl.nn.SAGEConv(a, b, "mean")
+                                    for a, b in itertools.pairwise(dims))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, blocks, x):
+        h = x
+        for i, (layer, block) in enumerate(zip(self.layers, blocks, strict=True)):
+            if i > 0:
+                h = self.dropout(h)
+            h = layer(block, h)
+            if i < len(self.layers) - 1:
+                h = F.relu(h)
+        return h
+
+
+def remote_counts(book, input_nodes) -> tuple[int, int]:
+    """(rows another machine owns, machines they come from)."""
+    owners = book.nid2partid(input_nodes)
+    remote = owners[owners != book.partid]
+    return int(remote.numel()), int(torch.unique(remote).numel())
+
+
+def evaluate(graph, model, book, mask_name: str, fanouts, batch_size: int, limit: int,
+             seed: int) -> tuple[int, int]:
+    """(correct, total) over at most ``limit`` of this machine's nodes in the mask (a
+    fixed random subsample), sampled with ``fanouts``."""
+    nodes = dgl.distributed.node_split(graph.ndata[mask_name], book, force_even=False)
+    if limit and len(nodes) > limit:
+        order = np.random.default_rng(seed).permutation(len(nodes))[:limit]
+        nodes = nodes[torch.from_numpy(np.sort(order))]
+    if len(nodes) == 0:
+        return 0, 0
+    loader = dgl.dataloading.DistNodeDataLoader(
+        graph, nodes, dgl.dataloading.NeighborSampler(fanouts), batch_size=batch_size,
+        shuffle=False, drop_last=False)
+    correct = total = 0
+    model.eval()
+    with torch.no_grad():
+        for input_nodes, seeds, blocks in loader:
+            logits = model(blocks, graph.ndata["feat"][input_nodes])
+            correct += int((logits.argmax(1) == graph.ndata["label"][seeds]).sum())
+            total += len(seeds)
+    model.train()
+    return correct, total
+
+
+def main() -> int:
+    job = json.loads(sys.argv[1])
+    started = time.perf_counter()
+    dgl.distributed.initialize(job["ip_config"])
+    torch.distributed.init_process_group("gloo")
+    rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+    graph = dgl.distributed.DistGraph("graph", part_config=job["part_config"])
+    book = graph.get_partition_book()
+    if book.partid != MACHINE:
+        raise RuntimeError(f"trainer of machine {MACHINE} got partition {book.partid}")
+    train_nodes = dgl.distributed.node_split(graph.ndata["train_mask"], book,
+                                             force_even=False)
+    torch.manual_seed(job["seed"])
+    dim = graph.ndata["feat"].shape[1]
+    fanouts = list(job["fanouts"])
+    model = SAGE(dim, job["hidden"], job["num_classes"], len(fanouts), job["dropout"])
+    ddp = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=job["lr"],
+                                 weight_decay=job["weight_decay"])
+    gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    batch = int(job["batch_size"])
+    loader = dgl.dataloading.DistNodeDataLoader(
+        graph, train_nodes, dgl.dataloading.NeighborSampler(fanouts), batch_size=batch,
+        shuffle=True, drop_last=False)
+    steps = torch.tensor([-(-len(train_nodes) // batch)])
+    torch.distributed.all_reduce(steps, op=torch.distributed.ReduceOp.MAX)
+    steps = int(steps)
+    out = Path(job["out"])
+    setup_s = time.perf_counter() - started
+    with open(out / f"steps_w{rank}.jsonl", "w") as step_file, \
+            open(out / f"epochs_w{rank}.jsonl", "w") as epoch_file:
+        for epoch in range(job["epochs"]):
+            batches = iter(loader)
+            totals = {"remote_rows": 0, "remote_bytes": 0, "remote_rpcs": 0, "local_rows": 0,
+                      "sample_s": 0.0, "fetch_wait_s": 0.0, "compute_s": 0.0,
+                      "loss_sum": 0.0, "correct": 0, "seen": 0}
+            epoch_start = time.perf_counter()
+            for step in range(steps):
+                t0 = time.perf_counter()
+                try:
+                    input_nodes, seeds, blocks = next(batches)
+                except StopIteration:  # a smaller worker cycles its batches
+                    batches = iter(loader)
+                    input_nodes, seeds, blocks = next(batches)
+                t1 = time.perf_counter()
+                x = graph.ndata["feat"][input_nodes]
+                y = graph.ndata["label"][seeds]
+                t2 = time.perf_counter()
+                logits = ddp(blocks, x)
+                loss = F.cross_entropy(logits, y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                t3 = time.perf_counter()
+                remote, owners = remote_counts(book, input_nodes)
+                correct = int((logits.argmax(1) == y).sum())
+                record = {"epoch": epoch, "step": step, "worker": rank, "batch_size": batch,
+                          "remote_rows": remote, "remote_bytes": remote * dim * 4,
+                          "remote_rpcs": owners, "local_rows": len(input_nodes) - remote,
+                          "sample_s": t1 - t0, "fetch_wait_s": t2 - t1,
+                          "compute_s": t3 - t2, "step_s": t3 - t0, "loss": float(loss),
+                          "acc": correct / max(1, len(seeds))}
+                step_file.write(json.dumps(record) + "\n")
+                for key in ("remote_rows", "remote_bytes", "remote_rpcs", "local_rows",
+                            "sample_s", "fetch_wait_s", "compute_s"):
+                    totals[key] += record[key]
+                totals["loss_sum"] += float(loss)
+                totals["correct"] += correct
+                totals["seen"] += len(seeds)
+            epoch_time = time.perf_counter() - epoch_start
+            row = {"epoch": epoch, "worker": rank, "steps": steps, "time_s": epoch_time,
+                   "allreduce_bytes": steps * gradient_bytes, "setup_s": setup_s,
+                   "peak_mem_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                   * 1024, **totals}
+            last = epoch == job["epochs"] - 1
+            every = int(job["eval_every"])
+            if last or (every and (epoch + 1) % every == 0):
+                limit = -(-int(job["eval_max_nodes"]) // world) if job["eval_max_nodes"] else 0
+                counts = []
+                for mask in ("val_mask", "test_mask"):
+                    counts += evaluate(graph, model, book, mask, job["eval_fanouts"], batch,
+                                       limit, job["seed"] + epoch)
+                summed = torch.tensor(counts, dtype=torch.float64)
+                torch.distributed.all_reduce(summed)
+                row["val_acc"] = float(summed[0] / max(1.0, float(summed[1])))
+                row["test_acc"] = float(summed[2] / max(1.0, float(summed[3])))
+            epoch_file.write(json.dumps(row) + "\n")
+            step_file.flush()
+            epoch_file.flush()
+    torch.distributed.barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
