@@ -170,16 +170,15 @@ class DistDGL(System):
         ports = free_ports("127.0.0.1", spec.workers + 1)
         ip_config = staging / "ip_config.txt"
         ip_config.write_text("".join(f"127.0.0.1 {port}\n" for port in ports[:-1]))
-        training = spec.training
         trainer_job = {
             "ip_config": str(ip_config), "part_config": str(Path(dgl_parts) / "graph.json"),
-            "out": str(staging), "hidden": training["hidden"],
-            "num_classes": meta["stats"]["num_classes"], "fanouts": training["fanouts"],
-            "eval_fanouts": training.get("eval_fanouts") or training["fanouts"],
-            "dropout": training["dropout"], "lr": training["lr"],
-            "weight_decay": training["weight_decay"], "batch_size": spec.batch_size,
-            "epochs": training["epochs"], "eval_every": training["eval_every"],
-            "eval_max_nodes": training["eval_max_nodes"], "seed": spec.seed}
+            "out": str(staging), "hidden": spec.get("hidden"),
+            "num_classes": meta["stats"]["num_classes"], "fanouts": spec.get("fanouts"),
+            "eval_fanouts": spec.get("eval_fanouts") or spec.get("fanouts"),
+            "dropout": spec.get("dropout"), "lr": spec.get("lr"),
+            "weight_decay": spec.get("weight_decay"), "batch_size": spec.batch_size,
+            "epochs": spec.get("epochs"), "eval_every": spec.get("eval_every"),
+            "eval_max_nodes": spec.get("eval_max_nodes"), "seed": spec.seed}
         threads = max(1, (os.cpu_count() or 1) // spec.workers)
         started = time.perf_counter()
         machines = []
@@ -193,7 +192,7 @@ class DistDGL(System):
                 [*unshare, str(python), str(SCRIPTS / "machine.py"), json.dumps(job)],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log))
         try:
-            _wait(machines, staging, float(training["collective_timeout_s"]))
+            _wait(machines, staging, float(spec.get("collective_timeout_s")))
         finally:
             for proc, log in machines:
                 _kill_group(proc)

@@ -1,0 +1,184 @@
+"""``distdgl``: DistDGL 2.1.0 in its own environment on commgnn's partitions.
+
+The end-to-end tests need the DGL environment (``bash setup.sh --dgl``) and a mount
+namespace per machine (``unshare --mount``); they skip, saying which, without them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+import pytest
+import yaml
+from polling import wait_for
+
+from commgnn.distdgl import SCRIPTS
+from commgnn.errors import HostError, StaleInputError
+from commgnn.systems.distdgl import (
+    DGL_PYTHON_ENV,
+    check_dgl_partition,
+    dgl_python,
+    namespace_command,
+    require_dgl_python,
+)
+from commgnn.train.summary import COMMON_KEYS
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def dgl_env() -> Path:
+    python = dgl_python()
+    if python is None:
+        pytest.skip("no DGL environment (bash setup.sh --dgl, or COMMGNN_DGL_PYTHON)")
+    try:
+        namespace_command()
+    except HostError as exc:
+        pytest.skip(str(exc))
+    return python
+
+
+def convert(python: Path, dataset: Path, partition: Path, out: Path) -> None:
+    done = subprocess.run([str(python), str(SCRIPTS / "convert.py"), "--dataset", str(dataset),
+                           "--partition", str(partition), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def dgl_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(str(SCRIPTS) in part for part in proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+# -- without the DGL environment ----------------------------------------------------------
+def test_the_main_environment_never_imports_dgl():
+    code = ("import sys; from commgnn.systems.registry import discover; discover(); "
+            "import commgnn.cli, commgnn.systems.distdgl, commgnn.distdgl; "
+            "print('dgl' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_a_missing_dgl_environment_says_how_to_build_it(monkeypatch, tmp_path):
+    monkeypatch.setenv(DGL_PYTHON_ENV, str(tmp_path / "none" / "python"))
+    with pytest.raises(HostError) as caught:
+        require_dgl_python()
+    assert str(caught.value) == (f"{DGL_PYTHON_ENV}: '{tmp_path / 'none' / 'python'}': no "
+                                 "such interpreter")
+
+
+def test_a_dgl_partition_of_other_inputs_is_refused(tiny_inputs, tmp_path):
+    import hashlib
+
+    dataset, partition = tiny_inputs
+    out = tmp_path / "dgl"
+    out.mkdir()
+    (out / "graph.json").write_text("{}")
+    record = {"parts": 2, "partition_meta_sha256": hashlib.sha256(
+        (partition / "meta.json").read_bytes()).hexdigest(),
+        "dataset_meta_sha256": "0" * 64}
+    (out / "commgnn.json").write_text(json.dumps(record))
+    with pytest.raises(StaleInputError, match=rf"{out}: stale: converted from another "
+                                              rf"{dataset} \(dataset_meta_sha256 000000000000"):
+        check_dgl_partition(out, dataset, partition, 2)
+    record["dataset_meta_sha256"] = hashlib.sha256(
+        (dataset / "meta.json").read_bytes()).hexdigest()
+    (out / "commgnn.json").write_text(json.dumps(record))
+    assert check_dgl_partition(out, dataset, partition, 2)["parts"] == 2
+    with pytest.raises(StaleInputError, match="holds 2 parts, the run needs 3"):
+        check_dgl_partition(out, dataset, partition, 3)
+
+
+# -- with it --------------------------------------------------------------------------------
+def test_the_conversion_keeps_commgnns_partitions(dgl_env, tiny_inputs, tmp_path):
+    """DGL reshuffles node ids so that each part is a contiguous range; mapped back
+    (``orig_nids``), every range holds exactly the nodes commgnn's partition gave it."""
+    dataset, partition = tiny_inputs
+    convert(dgl_env, dataset, partition, tmp_path / "dgl")
+    config = json.loads((tmp_path / "dgl" / "graph.json").read_text())
+    orig = np.load(tmp_path / "dgl" / "orig_nids.npy")
+    owner = np.load(partition / "book.npz")["owner"]
+    ranges = config["node_map"]["_N"]
+    assert len(ranges) == 2 and sorted(orig.tolist()) == list(range(len(owner)))
+    for part, (start, end) in enumerate(ranges):
+        assert (owner[orig[start:end]] == part).all()
+        assert end - start == int((owner == part).sum())
+
+
+PIPELINE = {
+    "results_dir": "out",
+    "datasets": {"tiny": {"source": "synthetic", "preset": "tiny", "seed": 3}},
+    "partitionings": {"metis2": {"method": "metis", "parts": 2}},
+    "training": {"epochs": 2, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 200},
+    "experiments": [{"systems": ["distdgl", "default"], "datasets": ["tiny"],
+                     "partitionings": ["metis2"], "batch_sizes": [256],
+                     "networks": ["none"]}],
+}
+
+
+def test_distdgl_runs_end_to_end_from_the_pipeline(dgl_env, repo_root, tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(PIPELINE))
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile",
+         str(repo_root / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+         str(tmp_path / "c.yaml"), "--workflow-profile", "none"],
+        capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = tmp_path / "out" / "runs"
+    dgl = json.loads((runs / "distdgl/tiny/metis2/sage_b256_none_s0/summary.json").read_text())
+    ours = json.loads((runs / "default/tiny/metis2/sage_b256_none_s0/summary.json").read_text())
+    assert set(COMMON_KEYS) <= set(dgl)
+    assert (dgl["system"], dgl["launcher"], dgl["time_dilation"], dgl["network_shaped"],
+            dgl["epochs"]) == ("distdgl", "distdgl", 1.0, False, 2)
+    # Same partition, fan-outs and batch size, uniform sampling: the same step count, and
+    # remote input rows within a few percent (different random draws).
+    assert dgl["steps_per_epoch"] == ours["steps_per_epoch"]
+    assert abs(dgl["remote_rows_per_epoch"] / ours["remote_rows_per_epoch"] - 1) < 0.1
+    assert 0 <= dgl["test_acc"] <= 1 and dgl["energy_j"] is None  # not metered: null
+    table = pd.read_csv(tmp_path / "out" / "tables" / "runs.csv")
+    assert set(table["system"]) == {"distdgl", "default"}
+    steps = pd.read_csv(runs / "distdgl/tiny/metis2/sage_b256_none_s0/steps.csv")
+    assert len(steps) == 2 * 2 * dgl["steps_per_epoch"]
+    assert not dgl_processes()
+
+
+def test_a_failed_machine_ends_the_run_naming_it(dgl_env, tiny_inputs, tmp_path, make_spec):
+    dataset, partition = tiny_inputs
+    convert(dgl_env, dataset, partition, tmp_path / "dgl")
+    spec = make_spec(system="distdgl", epochs=2000, eval_every=0)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "commgnn", "train", "--spec", spec.to_json(), "--dataset",
+         str(dataset), "--partition", str(partition), "--out", str(tmp_path / "run"),
+         "--checkpoints", str(tmp_path / "ckpt"), "--input",
+         f"dgl_partition={tmp_path / 'dgl'}"], stderr=subprocess.PIPE, text=True)
+    staging = tmp_path / "run.partial"
+    wait_for(lambda: all((staging / f"steps_w{w}.jsonl").exists() and
+                         (staging / f"steps_w{w}.jsonl").stat().st_size > 0 for w in range(2))
+             or proc.poll() is not None, 120, "training steps")
+    assert proc.poll() is None, proc.stderr.read()[-3000:]
+    trainer = next(p for p in dgl_processes() if "trainer.py" in " ".join(p.cmdline())
+                   and p.environ().get("COMMGNN_MACHINE") == "1")
+    killed_at = time.monotonic()
+    os.kill(trainer.pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - killed_at
+    print(f"distdgl trainer killed: run ended in {took:.1f} s")
+    assert proc.returncode == 2
+    assert err.strip().splitlines()[-1].startswith(
+        "commgnn train: error: distdgl machine 1 failed: machine 1: its trainer exited "
+        "with -9")
+    assert took < 30
+    wait_for(lambda: not dgl_processes(), 10, "every DistDGL process to be gone")
+    assert not (tmp_path / "run").exists()
