@@ -1,8 +1,8 @@
 """Collect the DistDGL comparison (benchmarks/configs/distdgl_arxiv.yaml) into one table
-(JSON + Markdown): per system, mean ± std over seeds of the sampler time per batch, the
-remote input rows per batch, the epoch time (raw wall seconds: no emulated network) and
-the test accuracy after the same epochs, with the per-seed values; and `distdgl`'s remote
-rows against `default`'s, seed by seed.
+(JSON + Markdown): per system, mean ± std over seeds of the sampler, fetch and compute
+time per batch, the remote and all input rows per batch, the epoch time (raw wall
+seconds: no emulated network) and the test accuracy after the same epochs, with the
+per-seed values; and `distdgl`'s remote rows against `default`'s, seed by seed.
 
 Usage: python benchmarks/collect_distdgl.py RESULTS_DIR OUT_PREFIX
 """
@@ -33,6 +33,7 @@ def run_rows(results: Path) -> pd.DataFrame:
             "epochs": summary["epochs"], "steps_per_epoch": summary["steps_per_epoch"],
             "sample_s_per_batch": float(steps["sample_s"].mean()),
             "fetch_s_per_batch": float(steps["fetch_wait_s"].mean()),
+            "compute_s_per_batch": float(steps["compute_s"].mean()),
             "remote_rows_per_batch": float(steps["remote_rows"].mean()),
             "input_rows_per_batch": float((steps["remote_rows"] + steps["local_rows"]).mean()),
             "epoch_s_raw": summary["mean_epoch_time_raw_s"],
@@ -42,7 +43,8 @@ def run_rows(results: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-METRICS = ("sample_s_per_batch", "fetch_s_per_batch", "remote_rows_per_batch",
+METRICS = ("sample_s_per_batch", "fetch_s_per_batch", "compute_s_per_batch",
+           "remote_rows_per_batch",
            "input_rows_per_batch", "epoch_s_raw", "test_acc", "final_train_loss")
 
 
@@ -69,8 +71,9 @@ def collect(runs: pd.DataFrame) -> dict:
 
 
 def markdown(result: dict) -> str:
-    head = ("| system | sampler s/batch | fetch s/batch | remote rows/batch | input rows/batch "
-            "| epoch s (raw) | test acc | final train loss |\n|---|---|---|---|---|---|---|---|\n")
+    head = ("| system | sampler s/batch | fetch s/batch | compute s/batch | remote rows/batch "
+            "| input rows/batch | epoch s (raw) | test acc | final train loss |\n"
+            "|---|---|---|---|---|---|---|---|---|\n")
     body = ""
     for row in result["systems"]:
         cells = [f"{row[m]:.4g} ± {row[m + '_std']:.2g}" for m in METRICS]
