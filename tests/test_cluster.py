@@ -59,6 +59,11 @@ def test_train_cell_requests_hand_computed():
         shape, 4, 5, 3, "cpu", cluster.ClusterSettings(mem_factor=2, runtime_factor=2))
     assert doubled["mem_mb"] == pytest.approx(2 * one_node["mem_mb"], abs=1)
     assert doubled["runtime"] == pytest.approx(2 * one_node["runtime"], abs=1)
+    # a system that starts its own workers (distdgl): one task, every worker's CPUs
+    external = cluster.train_resources(shape, 4, 5, 3, "cpu", DEFAULTS, external=True)
+    assert external == {"tasks": 1, "cpus_per_task": 16, "mem_mb": one_node["mem_mb"],
+                        "runtime": one_node["runtime"]}
+    assert cluster.srun_prefix(external, {"SLURM_JOB_ID": "7"}) == ""
 
 
 def test_memory_requests_cover_the_measured_peaks():

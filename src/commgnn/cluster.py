@@ -146,9 +146,16 @@ def _worker_mem(shape: DatasetShape) -> float:
 
 
 def train_resources(shape: DatasetShape, workers: int, epochs: int, layers: int,
-                    device: str, settings: ClusterSettings) -> dict:
+                    device: str, settings: ClusterSettings, external: bool = False) -> dict:
     """One train cell: a task per worker (``mpi``: launched by ``srun``), spread over
-    ``nodes`` when ``workers_per_node`` asks for it; memory is per node."""
+    ``nodes`` when ``workers_per_node`` asks for it; memory is per node. A system that
+    starts its own workers on one host (``external``, e.g. ``distdgl``) gets one task with
+    every worker's CPUs and memory."""
+    if external:
+        return {"tasks": 1, "cpus_per_task": workers * settings.cpus_per_worker,
+                "mem_mb": _mem(BASE_MEM_MB + workers * _worker_mem(shape), settings),
+                "runtime": _minutes(STARTUP_MIN + epochs * epoch_minutes(shape, layers),
+                                    settings)}
     per_node = min(workers, settings.workers_per_node or workers)
     nodes = math.ceil(workers / per_node)
     res = {"tasks": workers, "cpus_per_task": settings.cpus_per_worker,

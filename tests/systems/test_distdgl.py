@@ -53,12 +53,30 @@ def convert(python: Path, dataset: Path, partition: Path, out: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def dgl_processes() -> list[psutil.Process]:
+def dgl_processes(tag: Path) -> list[psutil.Process]:
+    """This test's DistDGL processes: the machines, servers and trainers whose command
+    line names ``tag`` (its directory) or whose machine's does."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if any(str(SCRIPTS) in part for part in proc.info["cmdline"] or []):
+    for proc in psutil.process_iter(["cmdline", "environ"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        env = proc.info["environ"] or {}
+        if str(tag) in line or str(tag) in env.get("DGL_IP_CONFIG", ""):
             found.append(proc)
     return found
+
+
+def start_run(spec, dataset: Path, partition: Path, dgl_parts: Path, out: Path):
+    """``commgnn train`` of a distdgl ``spec``, once both trainers have stepped."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "commgnn", "train", "--spec", spec.to_json(), "--dataset",
+         str(dataset), "--partition", str(partition), "--out", str(out), "--checkpoints",
+         str(out.parent / "ckpt"), "--input", f"dgl_partition={dgl_parts}"],
+        stderr=subprocess.PIPE, text=True)
+    staging = out.with_name(out.name + ".partial")
+    wait_for(lambda: all((staging / f"steps_w{w}.jsonl").exists() and
+                         (staging / f"steps_w{w}.jsonl").stat().st_size > 0 for w in range(2))
+             or proc.poll() is not None, 120, "training steps")
+    return proc
 
 
 # -- without the DGL environment ----------------------------------------------------------
@@ -99,6 +117,26 @@ def test_a_dgl_partition_of_other_inputs_is_refused(tiny_inputs, tmp_path):
     assert check_dgl_partition(out, dataset, partition, 2)["parts"] == 2
     with pytest.raises(StaleInputError, match="holds 2 parts, the run needs 3"):
         check_dgl_partition(out, dataset, partition, 3)
+
+
+def test_what_distdgl_cannot_run_is_refused_at_validate():
+    from commgnn.config import ConfigError
+    from commgnn.train.spec import expand_experiments
+
+    config = {"datasets": {"tiny": {"source": "synthetic", "preset": "tiny"}},
+              "partitionings": {"m2": {"method": "metis", "parts": 2}},
+              "networks": {"slow": {"preset": "10gbe"}},
+              "experiments": [{"systems": ["distdgl"], "datasets": ["tiny"],
+                               "partitionings": ["m2"], "models": ["sage", "gcn"],
+                               "networks": ["none", "slow"], "batch_sizes": [64]}]}
+    with pytest.raises(ConfigError) as caught:
+        expand_experiments(config)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "4 problems:"  # gcn (twice), the shaped network (twice)
+    assert any("distdgl/tiny/m2/gcn_b64_none_s0: system 'distdgl' trains GraphSAGE only, "
+               "not 'gcn'" in line for line in lines)
+    assert any("sage_b64_slow_s0: system 'distdgl' runs on DGL's own sockets" in line
+               for line in lines)
 
 
 # -- with it --------------------------------------------------------------------------------
@@ -151,24 +189,16 @@ def test_distdgl_runs_end_to_end_from_the_pipeline(dgl_env, repo_root, tmp_path)
     assert set(table["system"]) == {"distdgl", "default"}
     steps = pd.read_csv(runs / "distdgl/tiny/metis2/sage_b256_none_s0/steps.csv")
     assert len(steps) == 2 * 2 * dgl["steps_per_epoch"]
-    assert not dgl_processes()
+    assert not dgl_processes(tmp_path)
 
 
 def test_a_failed_machine_ends_the_run_naming_it(dgl_env, tiny_inputs, tmp_path, make_spec):
     dataset, partition = tiny_inputs
     convert(dgl_env, dataset, partition, tmp_path / "dgl")
     spec = make_spec(system="distdgl", epochs=2000, eval_every=0)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "commgnn", "train", "--spec", spec.to_json(), "--dataset",
-         str(dataset), "--partition", str(partition), "--out", str(tmp_path / "run"),
-         "--checkpoints", str(tmp_path / "ckpt"), "--input",
-         f"dgl_partition={tmp_path / 'dgl'}"], stderr=subprocess.PIPE, text=True)
-    staging = tmp_path / "run.partial"
-    wait_for(lambda: all((staging / f"steps_w{w}.jsonl").exists() and
-                         (staging / f"steps_w{w}.jsonl").stat().st_size > 0 for w in range(2))
-             or proc.poll() is not None, 120, "training steps")
+    proc = start_run(spec, dataset, partition, tmp_path / "dgl", tmp_path / "run")
     assert proc.poll() is None, proc.stderr.read()[-3000:]
-    trainer = next(p for p in dgl_processes() if "trainer.py" in " ".join(p.cmdline())
+    trainer = next(p for p in dgl_processes(tmp_path) if "trainer.py" in " ".join(p.cmdline())
                    and p.environ().get("COMMGNN_MACHINE") == "1")
     killed_at = time.monotonic()
     os.kill(trainer.pid, signal.SIGKILL)
@@ -180,5 +210,47 @@ def test_a_failed_machine_ends_the_run_naming_it(dgl_env, tiny_inputs, tmp_path,
         "commgnn train: error: distdgl machine 1 failed: machine 1: its trainer exited "
         "with -9")
     assert took < 30
-    wait_for(lambda: not dgl_processes(), 10, "every DistDGL process to be gone")
+    wait_for(lambda: not dgl_processes(tmp_path), 10, "every DistDGL process to be gone")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_trainer_that_raises_ends_the_run_fast(dgl_env, tiny_inputs, tmp_path, make_spec):
+    """An exception in a trainer (here: labels beyond the dataset's class count) must not
+    wait in DGL's exit barrier for peers that wait in the all-reduce."""
+    import shutil
+
+    dataset, partition = tiny_inputs
+    broken = Path(shutil.copytree(dataset, tmp_path / "dataset"))
+    meta = json.loads((broken / "meta.json").read_text())
+    meta["stats"]["num_classes"] = 1
+    (broken / "meta.json").write_text(json.dumps(meta))
+    convert(dgl_env, broken, partition, tmp_path / "dgl")
+    spec = make_spec(system="distdgl", epochs=2, eval_every=0)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "commgnn", "train", "--spec", spec.to_json(), "--dataset",
+         str(broken), "--partition", str(partition), "--out", str(tmp_path / "run"),
+         "--checkpoints", str(tmp_path / "ckpt"), "--input",
+         f"dgl_partition={tmp_path / 'dgl'}"], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    print(f"distdgl trainer raised: run ended in {took:.1f} s")
+    assert done.returncode == 2
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("commgnn train: error: distdgl machine ") and \
+        "its trainer exited with 1" in line and "out of bounds" in line, line
+    assert took < 30
+    wait_for(lambda: not dgl_processes(tmp_path), 10, "every DistDGL process to be gone")
+
+
+def test_sigterm_stops_every_machine(dgl_env, tiny_inputs, tmp_path, make_spec):
+    dataset, partition = tiny_inputs
+    convert(dgl_env, dataset, partition, tmp_path / "dgl")
+    proc = start_run(make_spec(system="distdgl", epochs=2000, eval_every=0), dataset,
+                     partition, tmp_path / "dgl", tmp_path / "run")
+    assert proc.poll() is None, proc.stderr.read()[-3000:]
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert err.strip().splitlines()[-1] == ("commgnn train: error: received signal SIGTERM; "
+                                            "stopped every DistDGL machine")
+    wait_for(lambda: not dgl_processes(tmp_path), 10, "every DistDGL process to be gone")

@@ -155,7 +155,8 @@ def train_resources(w):
     spec = RUNS[run_id(w)]
     return cluster.train_resources(
         dataset_shape(spec.dataset), spec.workers, spec.get("epochs"),
-        len(spec.get("fanouts")), spec.get("device"), CLUSTER)
+        len(spec.get("fanouts")), spec.get("device"), CLUSTER,
+        external=get_system(spec.base_system).external)
 
 
 def train_launch(w, resources):

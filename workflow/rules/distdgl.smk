@@ -2,17 +2,14 @@
 # partition_graph, given commgnn's node assignment; run with the DGL environment's
 # interpreter (`bash setup.sh --dgl`, or COMMGNN_DGL_PYTHON), never the main one.
 from snakemake.exceptions import WorkflowError
-from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from commgnn.distdgl import SCRIPTS as DGL_SCRIPTS
 from commgnn.systems.distdgl import DGL_PYTHON_ENV, DGL_SETUP, dgl_python
 
 
 def _dgl_python(wildcards):
-    """The DGL interpreter: under --use-conda the rule's own env (envs/dgl.yaml), else
-    $COMMGNN_DGL_PYTHON or .venv-dgl."""
-    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
-        return "python"
+    """The DGL interpreter: $COMMGNN_DGL_PYTHON (e.g. the conda env envs/dgl.yaml
+    describes, which a conda file alone cannot build), else .venv-dgl."""
     found = dgl_python()
     if found is None:
         raise WorkflowError(f"system 'distdgl' needs the DGL environment: run `{DGL_SETUP}` "
@@ -29,8 +26,6 @@ rule dgl_partition:
     params:
         python=_dgl_python,
         script=shlex.quote(str(DGL_SCRIPTS / "convert.py")),
-    conda:
-        "../../envs/dgl.yaml"
     log:
         f"{RESULTS}/logs/dgl_partition/{{dataset}}/{{partitioning}}.log",
     benchmark:
@@ -41,3 +36,10 @@ rule dgl_partition:
     shell:
         "{params.python} {params.script} --dataset {input.dataset} "
         "--partition {input.partition} --out {output} > {log} 2>&1"
+
+
+# A distdgl cell without the DGL environment stops the workflow before any job.
+if workflow.is_main_process and any(s.base_system == "distdgl" for s in RUNS.values()) \
+        and dgl_python() is None:
+    _config_failure(HostError(f"system 'distdgl' needs the DGL environment: run "
+                              f"`{DGL_SETUP}` (or set {DGL_PYTHON_ENV})"))

@@ -51,7 +51,11 @@ def main() -> int:
         print(f"{args.partition / 'book.npz'}: owner has {owner.shape[0]} entries, the "
               f"dataset {num_nodes} nodes", file=sys.stderr)
         return 2
-    parts = int(owner.max()) + 1
+    parts = int(json.loads((args.partition / "meta.json").read_text())["num_parts"])
+    if owner.min() < 0 or owner.max() >= parts:
+        print(f"{args.partition / 'book.npz'}: owner ids outside 0..{parts - 1}",
+              file=sys.stderr)
+        return 2
     assignment = torch.from_numpy(owner)
     dgl_partition.metis_partition_assignment = lambda *_args, **_kwargs: assignment
     orig_nids, _ = dgl.distributed.partition_graph(

@@ -13,27 +13,44 @@ either fails the other is killed and this exits non-zero, naming which.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child: be killed when this machine's process dies (never left behind)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def failed(out: Path, machine: int, message: str) -> int:
+    """Record when and why this machine failed (the launcher names the earliest)."""
+    print(f"machine {machine}: {message}", file=sys.stderr)
+    (out / f"failed_{machine}.json").write_text(json.dumps({"time": time.time(),
+                                                            "message": message}))
+    return 1
 
 
 def main() -> int:
     job = json.loads(sys.argv[1])
     machine, out = int(job["machine"]), Path(job["out"])
+    die_with_parent()  # unshare exec'd this process: the death signal of commgnn's run
     if job.get("private_shm", True):
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={job['shm_mb']}m",
                                "commgnn-dgl", "/dev/shm"], capture_output=True, text=True)
         if done.returncode != 0:
-            print(f"machine {machine}: cannot mount a private /dev/shm: "
-                  f"{done.stderr.strip()}", file=sys.stderr)
-            return 2
-    common = {**os.environ, "DGL_DIST_MODE": "distributed", "DGL_IP_CONFIG": job["ip_config"],
+            return failed(out, machine, f"cannot mount a private /dev/shm: "
+                                        f"{done.stderr.strip()}")
+    common = {**os.environ, "PYTHONUNBUFFERED": "1", "DGL_DIST_MODE": "distributed",
+              "DGL_IP_CONFIG": job["ip_config"],
               "DGL_NUM_SERVER": "1", "DGL_NUM_CLIENT": str(job["machines"]),
               "DGL_CONF_PATH": job["part_config"], "DGL_GRAPH_FORMAT": "csc",
               "OMP_NUM_THREADS": str(job["threads"])}
@@ -46,10 +63,12 @@ def main() -> int:
             open(out / f"trainer_{machine}.log", "w") as trainer_log:
         server = subprocess.Popen(
             [sys.executable, "-c", "import sys, dgl; dgl.distributed.initialize(sys.argv[1])",
-             job["ip_config"]], env=server_env, stdout=server_log, stderr=subprocess.STDOUT)
+             job["ip_config"]], env=server_env, stdout=server_log, stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent)
         trainer = subprocess.Popen([sys.executable, str(HERE / "trainer.py"),
                                     json.dumps(job["trainer"])], env=trainer_env,
-                                   stdout=trainer_log, stderr=subprocess.STDOUT)
+                                   stdout=trainer_log, stderr=subprocess.STDOUT,
+                                   preexec_fn=die_with_parent)
         while True:
             code = trainer.poll()
             if code is not None:
@@ -57,22 +76,20 @@ def main() -> int:
             if server.poll() not in (None, 0):  # 0: shut down by client 0 at the end
                 trainer.kill()
                 trainer.wait()
-                print(f"machine {machine}: its graph server exited with {server.returncode} "
-                      f"(see {out / f'server_{machine}.log'})", file=sys.stderr)
-                return 1
+                return failed(out, machine, f"its graph server exited with "
+                                            f"{server.returncode} (see "
+                                            f"{out / f'server_{machine}.log'})")
             time.sleep(0.1)
         if code != 0:
             server.kill()
             server.wait()
-            print(f"machine {machine}: its trainer exited with {code} "
-                  f"(see {out / f'trainer_{machine}.log'})", file=sys.stderr)
-            return 1
+            return failed(out, machine, f"its trainer exited with {code} "
+                                        f"(see {out / f'trainer_{machine}.log'})")
         try:
             server.wait(timeout=60)  # client 0 shuts every server down
         except subprocess.TimeoutExpired:
             server.kill()
-            print(f"machine {machine}: its graph server did not stop", file=sys.stderr)
-            return 1
+            return failed(out, machine, "its graph server did not stop")
     return 0
 
 

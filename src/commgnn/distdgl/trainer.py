@@ -19,6 +19,7 @@ import os
 import resource
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import dgl
@@ -36,7 +37,7 @@ rpc_client.get_local_machine_id = lambda _namebook: MACHINE
 
 class SAGE(nn.Module):
     """GraphSAGE-mean as commgnn's ``sage``: dropout before every layer but the first,
-    ReLU between layers."""
+    ReLU between layers, Glorot-initialised weights and zero biases."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float):
         super().__init__()
@@ -44,6 +45,10 @@ class SAGE(nn.Module):
         self.layers = nn.ModuleList(dgl.nn.SAGEConv(a, b, "mean")
                                     for a, b in itertools.pairwise(dims))
         self.dropout = nn.Dropout(dropout)
+        for layer in self.layers:  # commgnn's init: Glorot (gain 1), zero bias
+            nn.init.xavier_uniform_(layer.fc_self.weight)
+            nn.init.xavier_uniform_(layer.fc_neigh.weight)
+            nn.init.zeros_(layer.fc_self.bias)  # 'mean': the bias is fc_self's
 
     def forward(self, blocks, x):
         h = x
@@ -66,9 +71,10 @@ def remote_counts(book, input_nodes) -> tuple[int, int]:
 def evaluate(graph, model, book, mask_name: str, fanouts, batch_size: int, limit: int,
              seed: int) -> tuple[int, int]:
     """(correct, total) over at most ``limit`` of this machine's nodes in the mask (a
-    fixed random subsample), sampled with ``fanouts``."""
+    fixed random subsample, as commgnn's evaluation: ``eval_max_nodes`` per worker),
+    sampled with ``fanouts`` (-1: every neighbour)."""
     nodes = dgl.distributed.node_split(graph.ndata[mask_name], book, force_even=False)
-    if limit and len(nodes) > limit:
+    if limit and len(nodes) > limit:  # the same subsample every epoch
         order = np.random.default_rng(seed).permutation(len(nodes))[:limit]
         nodes = nodes[torch.from_numpy(np.sort(order))]
     if len(nodes) == 0:
@@ -106,7 +112,10 @@ def main() -> int:
     ddp = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=job["lr"],
                                  weight_decay=job["weight_decay"])
+    torch.manual_seed(job["seed"] * 1000 + rank + 1)  # dropout: a stream per worker
     gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    # what each worker sends in a ring all-reduce of the gradients (commgnn's count)
+    ring_bytes = -(-2 * (world - 1) * gradient_bytes // world) if world > 1 else 0
     batch = int(job["batch_size"])
     loader = dgl.dataloading.DistNodeDataLoader(
         graph, train_nodes, dgl.dataloading.NeighborSampler(fanouts), batch_size=batch,
@@ -150,6 +159,7 @@ def main() -> int:
                           "compute_s": t3 - t2, "step_s": t3 - t0, "loss": float(loss),
                           "acc": correct / max(1, len(seeds))}
                 step_file.write(json.dumps(record) + "\n")
+                step_file.flush()  # progress the launcher watches
                 for key in ("remote_rows", "remote_bytes", "remote_rpcs", "local_rows",
                             "sample_s", "fetch_wait_s", "compute_s"):
                     totals[key] += record[key]
@@ -158,17 +168,17 @@ def main() -> int:
                 totals["seen"] += len(seeds)
             epoch_time = time.perf_counter() - epoch_start
             row = {"epoch": epoch, "worker": rank, "steps": steps, "time_s": epoch_time,
-                   "allreduce_bytes": steps * gradient_bytes, "setup_s": setup_s,
+                   "allreduce_bytes": steps * ring_bytes, "setup_s": setup_s,
                    "peak_mem_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                    * 1024, **totals}
             last = epoch == job["epochs"] - 1
             every = int(job["eval_every"])
             if last or (every and (epoch + 1) % every == 0):
-                limit = -(-int(job["eval_max_nodes"]) // world) if job["eval_max_nodes"] else 0
                 counts = []
-                for mask in ("val_mask", "test_mask"):
+                for split, mask in enumerate(("val_mask", "test_mask")):
                     counts += evaluate(graph, model, book, mask, job["eval_fanouts"], batch,
-                                       limit, job["seed"] + epoch)
+                                       int(job["eval_max_nodes"]),
+                                       job["seed"] * 1000 + 10 * rank + split)
                 summed = torch.tensor(counts, dtype=torch.float64)
                 torch.distributed.all_reduce(summed)
                 row["val_acc"] = float(summed[0] / max(1.0, float(summed[1])))
@@ -181,4 +191,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except BaseException:  # DGL's atexit handler would wait in a barrier for the peers
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.exit(code)

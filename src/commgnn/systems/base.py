@@ -236,6 +236,13 @@ class System(ABC):
         lines += [f"  metric {key}: {how}" for key, how in sorted(cls.metric_reductions().items())]
         return lines
 
+    @classmethod
+    def run_problems(cls, spec: RunSpec) -> list[str]:
+        """What this system cannot run in an experiment cell (a model, network or device
+        it does not support), one line each; checked when the config is validated.
+        Default: nothing."""
+        return []
+
     # -- lifecycle -----------------------------------------------------------------------
     def __init__(self, options: dict | None = None) -> None:
         self.options = self.resolve_options(options or {})

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from commgnn.errors import HostError, InputError, StaleInputError, WorkerFailed
+from commgnn.errors import ConfigError, HostError, InputError, StaleInputError, WorkerFailed
 from commgnn.systems.base import PreparedBatch, System
 
 if TYPE_CHECKING:
@@ -141,6 +141,24 @@ class DistDGL(System):
                    "description": "size limit of each machine's private /dev/shm (MB)"},
     }
 
+    @classmethod
+    def run_problems(cls, spec: RunSpec) -> list[str]:
+        """DistDGL here trains GraphSAGE on CPU over DGL's own (unshaped) sockets."""
+        where = f"experiment cell {spec.run_id}"
+        problems = []
+        if spec.architecture != "sage":
+            problems.append(f"{where}: system 'distdgl' trains GraphSAGE only, not "
+                            f"{spec.model!r}")
+        shaped = {k: v for k, v in spec.network_spec.items() if k != "preset"}
+        if spec.network_spec.get("preset", "none") != "none" or shaped:
+            problems.append(f"{where}: system 'distdgl' runs on DGL's own sockets, which "
+                            f"commgnn's link model cannot shape: use a network without "
+                            f"emulation (preset none), not {spec.network!r}")
+        if spec.get("device") == "cuda":
+            problems.append(f"{where}: system 'distdgl' trains on CPU here "
+                            "(training.device: cuda)")
+        return problems
+
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
         raise TypeError("distdgl trains in the DGL environment (DistDGL.run_external), "
                         "not in commgnn's training loop")
@@ -149,20 +167,26 @@ class DistDGL(System):
     def run_external(cls, spec: RunSpec, paths: RunPaths) -> dict:
         """Train ``spec`` with DistDGL (one machine per partition on this host) and write
         the run directory as commgnn's loop does; returns the summary."""
-        from commgnn.dist.launcher import free_ports
+        from commgnn.dist.launcher import external_env, free_ports
         from commgnn.distdgl import SCRIPTS
         from commgnn.train.loop import publish_run
 
         system = cls(spec.system_options)
-        if spec.architecture != "sage":
-            raise HostError(f"system 'distdgl' trains GraphSAGE only, not {spec.model!r}")
+        problems = cls.run_problems(spec)
+        if problems:
+            raise ConfigError(problems[0])
+        if external_env() is not None:
+            raise HostError("system 'distdgl' starts its own machines: run `commgnn train` "
+                            "once (one task), not under srun or torchrun")
         python = require_dgl_python()
         dgl_parts = paths.inputs.get("dgl_partition")
         if not dgl_parts:
             raise HostError("system 'distdgl' needs pipeline input dgl_partition "
                             "(commgnn train --input dgl_partition=PATH)")
         check_dgl_partition(dgl_parts, paths.dataset, paths.partition, spec.workers)
-        meta = json.loads((Path(paths.dataset) / "meta.json").read_text())
+        from commgnn.files import read_json_object
+
+        meta = read_json_object(Path(paths.dataset) / "meta.json")
         unshare = namespace_command()
         staging = paths.staging
         shutil.rmtree(staging, ignore_errors=True)  # no checkpoints: always a fresh run
@@ -174,29 +198,39 @@ class DistDGL(System):
             "ip_config": str(ip_config), "part_config": str(Path(dgl_parts) / "graph.json"),
             "out": str(staging), "hidden": spec.get("hidden"),
             "num_classes": meta["stats"]["num_classes"], "fanouts": spec.get("fanouts"),
-            "eval_fanouts": spec.get("eval_fanouts") or spec.get("fanouts"),
+            # commgnn evaluates on full neighbourhoods unless eval_fanouts says otherwise
+            "eval_fanouts": spec.get("eval_fanouts") or [-1] * len(spec.get("fanouts")),
             "dropout": spec.get("dropout"), "lr": spec.get("lr"),
             "weight_decay": spec.get("weight_decay"), "batch_size": spec.batch_size,
             "epochs": spec.get("epochs"), "eval_every": spec.get("eval_every"),
             "eval_max_nodes": spec.get("eval_max_nodes"), "seed": spec.seed}
         threads = max(1, (os.cpu_count() or 1) // spec.workers)
         started = time.perf_counter()
-        machines = []
-        for machine in range(spec.workers):
-            job = {"machine": machine, "machines": spec.workers, "ip_config": str(ip_config),
-                   "part_config": trainer_job["part_config"], "out": str(staging),
-                   "master_port": ports[-1], "shm_mb": system.options["shm_mb"],
-                   "threads": threads, "trainer": trainer_job}
-            log = open(staging / f"machine_{machine}.log", "w")  # noqa: SIM115
-            machines.append((subprocess.Popen(
-                [*unshare, str(python), str(SCRIPTS / "machine.py"), json.dumps(job)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log))
+        machines: list = []
+
+        def stop(signum, _frame):
+            raise WorkerFailed(f"received signal {signal.Signals(signum).name}; stopped "
+                               "every DistDGL machine")
+
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
+            for machine in range(spec.workers):
+                job = {"machine": machine, "machines": spec.workers,
+                       "ip_config": str(ip_config), "part_config": trainer_job["part_config"],
+                       "out": str(staging), "master_port": ports[-1],
+                       "shm_mb": system.options["shm_mb"], "threads": threads,
+                       "trainer": trainer_job}
+                log = open(staging / f"machine_{machine}.log", "w")  # noqa: SIM115
+                machines.append((subprocess.Popen(
+                    [*unshare, str(python), str(SCRIPTS / "machine.py"), json.dumps(job)],
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log))
             _wait(machines, staging, float(spec.get("collective_timeout_s")))
         finally:
             for proc, log in machines:
                 _kill_group(proc)
                 log.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         wall = time.perf_counter() - started
         summary = _write_records(spec, system, staging, wall)
         publish_run(staging, Path(paths.out))
@@ -219,6 +253,14 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _failed_at(staging: Path, machine: int) -> float:
+    """When ``machine`` recorded its failure (machine.py); infinity if it did not."""
+    try:
+        return float(json.loads((staging / f"failed_{machine}.json").read_text())["time"])
+    except (OSError, ValueError, KeyError):
+        return math.inf
+
+
 def _wait(machines: list, staging: Path, stall_s: float) -> None:
     """Until every machine exits cleanly; WorkerFailed naming the first that fails, or one
     whose trainer wrote nothing for ``stall_s`` seconds (a hang)."""
@@ -226,12 +268,16 @@ def _wait(machines: list, staging: Path, stall_s: float) -> None:
     sizes: dict[Path, int] = {}
     while True:
         codes = [proc.poll() for proc, _ in machines]
-        for machine, code in enumerate(codes):
-            if code not in (None, 0):
-                trainer = _last_line(staging / f"trainer_{machine}.log")
-                why = _last_line(staging / f"machine_{machine}.log")
-                raise WorkerFailed(f"distdgl machine {machine} failed: {why}"
-                                   + (f"; trainer: {trainer}" if trainer else ""))
+        failed = [machine for machine, code in enumerate(codes) if code not in (None, 0)]
+        if failed:
+            time.sleep(0.5)  # let a failure that caused this one be recorded too
+            failed = [m for m, (proc, _) in enumerate(machines)
+                      if proc.poll() not in (None, 0)]
+            machine = min(failed, key=lambda m: _failed_at(staging, m))
+            trainer = _last_line(staging / f"trainer_{machine}.log")
+            why = _last_line(staging / f"machine_{machine}.log")
+            raise WorkerFailed(f"distdgl machine {machine} failed: {why}"
+                               + (f"; trainer: {trainer}" if trainer else ""))
         if all(code == 0 for code in codes):
             return
         grown = False
@@ -287,7 +333,14 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float)
     per_worker = []
     for worker in range(spec.workers):
         path = staging / f"epochs_w{worker}.jsonl"
-        per_worker.append([json.loads(line) for line in path.read_text().splitlines()])
+        try:
+            per_worker.append([json.loads(line) for line in path.read_text().splitlines()])
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: the trainer's epoch records are unreadable "
+                             f"({exc})") from None
+    if len({len(rows) for rows in per_worker}) != 1 or not per_worker[0]:
+        raise InputError(f"{staging}: the trainers recorded "
+                         f"{[len(rows) for rows in per_worker]} epochs")
     reductions = type(system).metric_reductions()
     epochs: list[dict] = []
     for index in range(len(per_worker[0])):

@@ -138,7 +138,8 @@ def expand_experiments(config: dict) -> list[RunSpec]:
     """The cross product of every ``experiments`` entry, de-duplicated, in a stable order.
 
     Checks the config first (:func:`commgnn.systems.registry.check_config`, then every
-    cross-field constraint of :func:`commgnn.checks.config_problems`); each run's
+    cross-field constraint of :func:`commgnn.checks.config_problems`), then each cell
+    against its system (``System.run_problems``); each run's
     ``system_options`` are its system's resolved options (defaults filled in, ``system``
     naming the implementation). Raises :class:`~commgnn.config.ConfigError`.
     """
@@ -176,4 +177,10 @@ def expand_experiments(config: dict) -> list[RunSpec]:
                 system_options=options,
             )
             runs.setdefault(spec.run_id, spec)
+    from commgnn.systems.registry import get_system
+
+    problems = [problem for spec in runs.values()
+                for problem in get_system(spec.base_system).run_problems(spec)]
+    if problems:
+        raise ConfigError(listing(problems))
     return list(runs.values())
