@@ -127,14 +127,14 @@ def test_what_distdgl_cannot_run_is_refused_at_validate():
               "partitionings": {"m2": {"method": "metis", "parts": 2}},
               "networks": {"slow": {"preset": "10gbe"}},
               "experiments": [{"systems": ["distdgl"], "datasets": ["tiny"],
-                               "partitionings": ["m2"], "models": ["sage", "gcn"],
+                               "partitionings": ["m2"], "models": ["sage", "gat"],
                                "networks": ["none", "slow"], "batch_sizes": [64]}]}
     with pytest.raises(ConfigError) as caught:
         expand_experiments(config)
     lines = str(caught.value).splitlines()
-    assert lines[0] == "4 problems:"  # gcn (twice), the shaped network (twice)
-    assert any("distdgl/tiny/m2/gcn_b64_none_s0: system 'distdgl' trains GraphSAGE only, "
-               "not 'gcn'" in line for line in lines)
+    assert lines[0] == "4 problems:"  # gat (twice), the shaped network (twice)
+    assert any("distdgl/tiny/m2/gat_b64_none_s0: system 'distdgl' trains GraphSAGE and "
+               "GCN, not 'gat'" in line for line in lines)
     assert any("sage_b64_slow_s0: system 'distdgl' runs on DGL's own sockets" in line
                for line in lines)
 
@@ -161,8 +161,8 @@ PIPELINE = {
     "partitionings": {"metis2": {"method": "metis", "parts": 2}},
     "training": {"epochs": 2, "fanouts": [5, 5], "hidden": 16, "eval_max_nodes": 200},
     "experiments": [{"systems": ["distdgl", "default"], "datasets": ["tiny"],
-                     "partitionings": ["metis2"], "batch_sizes": [256],
-                     "networks": ["none"]}],
+                     "partitionings": ["metis2"], "models": ["sage", "gcn"],
+                     "batch_sizes": [256], "networks": ["none"]}],
 }
 
 
@@ -186,9 +186,13 @@ def test_distdgl_runs_end_to_end_from_the_pipeline(dgl_env, repo_root, tmp_path)
     assert abs(dgl["remote_rows_per_epoch"] / ours["remote_rows_per_epoch"] - 1) < 0.1
     assert 0 <= dgl["test_acc"] <= 1 and dgl["energy_j"] is None  # not metered: null
     table = pd.read_csv(tmp_path / "out" / "tables" / "runs.csv")
-    assert set(table["system"]) == {"distdgl", "default"}
+    assert set(table["system"]) == {"distdgl", "default"} and len(table) == 4
     steps = pd.read_csv(runs / "distdgl/tiny/metis2/sage_b256_none_s0/steps.csv")
     assert len(steps) == 2 * 2 * dgl["steps_per_epoch"]
+    gcn = [json.loads((runs / f"{s}/tiny/metis2/gcn_b256_none_s0/summary.json").read_text())
+           for s in ("distdgl", "default")]
+    assert gcn[0]["model"] == "gcn" and gcn[0]["steps_per_epoch"] == gcn[1]["steps_per_epoch"]
+    assert abs(gcn[0]["remote_rows_per_epoch"] / gcn[1]["remote_rows_per_epoch"] - 1) < 0.1
     assert not dgl_processes(tmp_path)
 
 

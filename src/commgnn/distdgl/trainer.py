@@ -1,4 +1,5 @@
-"""One DistDGL trainer (DGL environment): DGL's distributed GraphSAGE training.
+"""One DistDGL trainer (DGL environment): DGL's distributed training of GraphSAGE (DGL's
+``SAGEConv``) or GCN (commgnn's convolution on DGL's blocks).
 
 Run by ``machine.py`` with DGL's client environment (``DGL_ROLE=client`` …) and
 torch.distributed's (``MASTER_ADDR``, ``RANK`` …). The job (one JSON argument) names the
@@ -61,6 +62,42 @@ class SAGE(nn.Module):
         return h
 
 
+class GCNLayer(nn.Module):
+    """Kipf & Welling's convolution on a DGL block as commgnn's ``GCNConv`` computes it:
+    a self-loop per destination (DGL puts a block's destinations first among its sources),
+    ``norm='both'`` over the block's degrees, Glorot weight, zero bias."""
+
+    def __init__(self, in_dim: int, out_dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(in_dim, out_dim))
+        self.bias = nn.Parameter(torch.zeros(out_dim))
+        nn.init.xavier_uniform_(self.weight)
+
+    def forward(self, block, h):
+        src, dst = block.edges()
+        loops = torch.arange(block.num_dst_nodes(), dtype=src.dtype)
+        src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+        deg_in = (block.in_degrees() + 1).to(h.dtype)
+        deg_out = torch.bincount(src, minlength=block.num_src_nodes()).to(h.dtype)
+        weight = (deg_in.rsqrt()[dst] * deg_out.clamp(min=1).rsqrt()[src]).unsqueeze(-1)
+        msg = h @ self.weight
+        out = torch.zeros((block.num_dst_nodes(), msg.shape[1]), dtype=msg.dtype)
+        return out.index_add_(0, dst, msg[src] * weight) + self.bias
+
+
+class GCN(SAGE):
+    """commgnn's ``gcn``: :class:`GCNLayer` layers, dropout and ReLU as :class:`SAGE`."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float):
+        nn.Module.__init__(self)
+        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        self.layers = nn.ModuleList(GCNLayer(a, b) for a, b in itertools.pairwise(dims))
+        self.dropout = nn.Dropout(dropout)
+
+
+MODELS = {"sage": SAGE, "gcn": GCN}
+
+
 def remote_counts(book, input_nodes) -> tuple[int, int]:
     """(rows another machine owns, machines they come from)."""
     owners = book.nid2partid(input_nodes)
@@ -108,7 +145,8 @@ def main() -> int:
     torch.manual_seed(job["seed"])
     dim = graph.ndata["feat"].shape[1]
     fanouts = list(job["fanouts"])
-    model = SAGE(dim, job["hidden"], job["num_classes"], len(fanouts), job["dropout"])
+    model = MODELS[job["model"]](dim, job["hidden"], job["num_classes"], len(fanouts),
+                                 job["dropout"])
     ddp = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=job["lr"],
                                  weight_decay=job["weight_decay"])

@@ -129,6 +129,11 @@ def check_dgl_partition(path: str | Path, dataset_dir: str | Path,
     return record
 
 
+def _model(spec: RunSpec) -> str | None:
+    """The DGL trainer's model for the cell (``sage`` or ``gcn``; None: neither)."""
+    return {"sage": "sage", "graphsage": "sage", "gcn": "gcn"}.get(spec.architecture.lower())
+
+
 class DistDGL(System):
     """DistDGL (DGL 2.1.0) on commgnn's partitions, in the DGL environment."""
 
@@ -143,11 +148,11 @@ class DistDGL(System):
 
     @classmethod
     def run_problems(cls, spec: RunSpec) -> list[str]:
-        """DistDGL here trains GraphSAGE on CPU over DGL's own (unshaped) sockets."""
+        """DistDGL here trains GraphSAGE or GCN on CPU over DGL's own (unshaped) sockets."""
         where = f"experiment cell {spec.run_id}"
         problems = []
-        if spec.architecture != "sage":
-            problems.append(f"{where}: system 'distdgl' trains GraphSAGE only, not "
+        if _model(spec) is None:
+            problems.append(f"{where}: system 'distdgl' trains GraphSAGE and GCN, not "
                             f"{spec.model!r}")
         shaped = {k: v for k, v in spec.network_spec.items() if k != "preset"}
         if spec.network_spec.get("preset", "none") != "none" or shaped:
@@ -196,7 +201,7 @@ class DistDGL(System):
         ip_config.write_text("".join(f"127.0.0.1 {port}\n" for port in ports[:-1]))
         trainer_job = {
             "ip_config": str(ip_config), "part_config": str(Path(dgl_parts) / "graph.json"),
-            "out": str(staging), "hidden": spec.get("hidden"),
+            "out": str(staging), "model": _model(spec), "hidden": spec.get("hidden"),
             "num_classes": meta["stats"]["num_classes"], "fanouts": spec.get("fanouts"),
             # commgnn evaluates on full neighbourhoods unless eval_fanouts says otherwise
             "eval_fanouts": spec.get("eval_fanouts") or [-1] * len(spec.get("fanouts")),
