@@ -57,6 +57,7 @@ def main() -> int:
     server_env = {**common, "DGL_ROLE": "server", "DGL_SERVER_ID": str(machine)}
     trainer_env = {**common, "DGL_ROLE": "client", "DGL_NUM_SAMPLER": "0",
                    "COMMGNN_MACHINE": str(machine), "MASTER_ADDR": "127.0.0.1",
+                   "GLOO_SOCKET_IFNAME": "lo",
                    "MASTER_PORT": str(job["master_port"]), "RANK": str(machine),
                    "WORLD_SIZE": str(job["machines"])}
     with open(out / f"server_{machine}.log", "w") as server_log, \

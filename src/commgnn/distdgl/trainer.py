@@ -98,6 +98,24 @@ class GCN(SAGE):
 MODELS = {"sage": SAGE, "gcn": GCN}
 
 
+def rendezvous(rank: int, world: int):
+    """The trainers' c10d store on ``MASTER_ADDR:MASTER_PORT``, served by rank 0 on a socket
+    bound to that address only (torch's own would listen on every interface)."""
+    import socket
+    from datetime import timedelta
+
+    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    timeout = timedelta(seconds=300)
+    if rank != 0:
+        return torch.distributed.TCPStore(addr, port, world, False, timeout=timeout)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((addr, port))
+    sock.listen(max(128, 2 * world))
+    return torch.distributed.TCPStore(addr, port, world, True, timeout=timeout,
+                                      wait_for_workers=False, master_listen_fd=sock.detach())
+
+
 def remote_counts(book, input_nodes) -> tuple[int, int]:
     """(rows another machine owns, machines they come from)."""
     owners = book.nid2partid(input_nodes)
@@ -134,8 +152,9 @@ def main() -> int:
     job = json.loads(sys.argv[1])
     started = time.perf_counter()
     dgl.distributed.initialize(job["ip_config"])
-    torch.distributed.init_process_group("gloo")
-    rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.distributed.init_process_group("gloo", store=rendezvous(rank, world), rank=rank,
+                                         world_size=world)
     graph = dgl.distributed.DistGraph("graph", part_config=job["part_config"])
     book = graph.get_partition_book()
     if book.partid != MACHINE:

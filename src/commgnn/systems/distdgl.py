@@ -101,6 +101,34 @@ def namespace_command() -> list[str]:
                     f"(unshare --mount: {tried[0]}; in a user namespace: {tried[-1]})")
 
 
+def fixed_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` free ports on ``host`` below the kernel's ephemeral range: DGL's clients
+    take their own ports with ``bind(0)`` while the machines start, and would otherwise
+    take a port chosen here before its server listens on it."""
+    import random
+    import socket
+
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    pick = random.Random(os.getpid() ^ time.monotonic_ns())
+    found: list[int] = []
+    for _ in range(1000):
+        port = pick.randrange(10000, max(10001, low))
+        if port in found:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise HostError(f"system 'distdgl': no {count} free ports on {host} below {low}")
+
+
 def check_dgl_partition(path: str | Path, dataset_dir: str | Path,
                         partition_dir: str | Path, parts: int) -> dict:
     """The conversion record of a DGL partition directory (``commgnn.json``), refused
@@ -172,7 +200,7 @@ class DistDGL(System):
     def run_external(cls, spec: RunSpec, paths: RunPaths) -> dict:
         """Train ``spec`` with DistDGL (one machine per partition on this host) and write
         the run directory as commgnn's loop does; returns the summary."""
-        from commgnn.dist.launcher import external_env, free_ports
+        from commgnn.dist.launcher import external_env
         from commgnn.distdgl import SCRIPTS
         from commgnn.train.loop import publish_run
 
@@ -196,7 +224,7 @@ class DistDGL(System):
         staging = paths.staging
         shutil.rmtree(staging, ignore_errors=True)  # no checkpoints: always a fresh run
         staging.mkdir(parents=True)
-        ports = free_ports("127.0.0.1", spec.workers + 1)
+        ports = fixed_ports(spec.workers + 1)
         ip_config = staging / "ip_config.txt"
         ip_config.write_text("".join(f"127.0.0.1 {port}\n" for port in ports[:-1]))
         trainer_job = {
