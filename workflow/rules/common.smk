@@ -296,3 +296,24 @@ def control_targets():
     parts = ["calibration", "policy"] + (["validation"] if CONTROL.get("validate", True) else [])
     return [f"{RESULTS}/control/{key}/{part}" for key in sorted(CONTROL_TEMPLATES)
             for part in parts]
+
+
+# The DGL environment (systems that need a `dgl_partition`, e.g. distdgl): its interpreter
+# for the conversion rule, and a run that needs it stops before any job without it.
+from snakemake.exceptions import WorkflowError
+from commgnn.systems.distdgl import DGL_PYTHON_ENV, DGL_SETUP, dgl_python
+
+
+def dgl_interpreter(wildcards):
+    """$COMMGNN_DGL_PYTHON, else .venv-dgl (shell-quoted)."""
+    found = dgl_python()
+    if found is None:
+        raise WorkflowError(f"the DGL environment is missing: run `{DGL_SETUP}` "
+                            f"(or set {DGL_PYTHON_ENV})")
+    return shlex.quote(str(found))
+
+
+if workflow.is_main_process and dgl_python() is None and any(
+        "dgl_partition" in system_inputs(s) for s in RUNS.values()):
+    _config_failure(HostError(f"runs of this config need the DGL environment: run "
+                              f"`{DGL_SETUP}` (or set {DGL_PYTHON_ENV})"))
