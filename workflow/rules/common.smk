@@ -198,6 +198,15 @@ def input_args(w, input):
                     for name in system_inputs(spec))
 
 
+def presample_epochs(w):
+    """Epochs a presample holds: the most any run reading it trains (an experiment's
+    `epochs` may exceed `training.epochs`); a run reads the first ones."""
+    path = f"{RESULTS}/presample/{w.dataset}/{w.partitioning}/b{w.batch}_s{w.seed}"
+    epochs = [spec.get("epochs") for spec in RUNS.values()
+              if system_inputs(spec).get("presample") == path]
+    return max(epochs, default=TRAINING["epochs"])
+
+
 def all_presamples():
     """Every presample directory some run of the experiment matrix reads."""
     return sorted({path for spec in RUNS.values()

@@ -10,7 +10,7 @@ rule presample:
         directory(f"{RESULTS}/presample/{{dataset}}/{{partitioning}}/b{{batch}}_s{{seed}}"),
     params:
         fanouts=",".join(map(str, TRAINING["fanouts"])),
-        epochs=TRAINING["epochs"],
+        epochs=presample_epochs,
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/presample/{{dataset}}/{{partitioning}}/b{{batch}}_s{{seed}}.log",
@@ -19,10 +19,10 @@ rule presample:
     threads: 2
     resources:
         mem_mb=lambda w: cluster.presample_resources(
-            dataset_shape(w.dataset), TRAINING["epochs"], CLUSTER
+            dataset_shape(w.dataset), presample_epochs(w), CLUSTER
         )["mem_mb"],
         runtime=lambda w: cluster.presample_resources(
-            dataset_shape(w.dataset), TRAINING["epochs"], CLUSTER
+            dataset_shape(w.dataset), presample_epochs(w), CLUSTER
         )["runtime"],
     conda:
         ENV

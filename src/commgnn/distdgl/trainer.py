@@ -224,10 +224,10 @@ def main() -> int:
                 totals["correct"] += correct
                 totals["seen"] += len(seeds)
             epoch_time = time.perf_counter() - epoch_start
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             row = {"epoch": epoch, "worker": rank, "steps": steps, "time_s": epoch_time,
                    "allreduce_bytes": steps * ring_bytes, "setup_s": setup_s,
-                   "peak_mem_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                   * 1024, **totals}
+                   "peak_mem_bytes": rss, "peak_rss_bytes": rss, **totals}
             last = epoch == job["epochs"] - 1
             every = int(job["eval_every"])
             if last or (every and (epoch + 1) % every == 0):

@@ -8,7 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from commgnn.partition import read_partition_meta
+from commgnn.train.spec import run_id
 from commgnn.train.summary import COMMON_KEYS
+
+#: The summary keys a run id is made of (:func:`commgnn.train.spec.run_id`).
+RUN_KEYS = ("system", "dataset", "partitioning", "model", "batch_size", "network", "seed")
 
 
 def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:
@@ -39,13 +43,14 @@ def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:
 
 
 def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
-    """One row per run directory, from its ``summary.json``: the common keys, the metrics
-    its system declares (``system_metrics``), and every resolved system option as
-    ``option_<name>``."""
+    """One row per run directory, from its ``summary.json``: its ``run_id``, the common
+    keys, the metrics its system declares (``system_metrics``), and every resolved system
+    option as ``option_<name>``."""
     rows = []
     for directory in map(Path, run_dirs):
         summary = json.loads((directory / "summary.json").read_text())
-        row = {k: summary.get(k) for k in COMMON_KEYS}
+        row = {"run_id": run_id(*(summary[k] for k in RUN_KEYS)),
+               **{k: summary.get(k) for k in COMMON_KEYS}}
         if row["layers"] is None and "training" in summary:  # summaries before `layers`
             row["layers"] = len(summary["training"]["fanouts"])
         row.update({k: summary[k] for k in summary.get("system_metrics", [])})

@@ -230,11 +230,16 @@ def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
     watch_peers(env, timeout)
 
 
+def _peak_rss_bytes() -> int:
+    """This process's peak resident set (host memory, whatever the device)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
 def _peak_mem_bytes(device: torch.device) -> int:
-    host = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """Peak memory of the training device: allocated GPU memory, else the host's RSS."""
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    return int(host)
+    return _peak_rss_bytes()
 
 
 def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
@@ -369,6 +374,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
             record[f"network_{c}_bytes"] = now.bytes - network0[c].bytes
         record["sync_emulated_s"] = record[f"network_{ALLREDUCE}_s"]
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
+        record["peak_rss_bytes"] = _peak_rss_bytes()
         record["recent_rtt_s"] = {str(o): rtt for o in range(world)
                                   if (rtt := store.recent_rtt_s(o)) is not None}
         record["parts"] = list(ctx.placement.of(rank))
@@ -470,7 +476,7 @@ def _recorded(staging: Path, epochs: int) -> bool:
 def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
                power: TargetPowerModel) -> dict:
     totals = {"epoch": epoch, "worker": rank, "steps": 0, "loss_sum": 0.0, "correct": 0,
-              "seen": 0, **dict.fromkeys(STEP_TOTALS, 0)}
+              "seen": 0, "batch_feature_bytes_max": 0, **dict.fromkeys(STEP_TOTALS, 0)}
     system.train_module.train()
     batches = iter(system.batches(epoch))
     while True:
@@ -515,4 +521,7 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
         totals["loss_sum"] += step.loss
         totals["correct"] += out.correct
         totals["seen"] += out.seen
+        totals["batch_feature_bytes_max"] = max(  # the step's input rows on the device
+            totals["batch_feature_bytes_max"],
+            prepared.features.numel() * prepared.features.element_size())
     return totals

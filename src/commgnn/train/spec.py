@@ -43,6 +43,12 @@ EXPERIMENT_DEFAULTS: dict = {
 }
 
 
+def run_id(system: str, dataset: str, partitioning: str, model: str, batch_size: int,
+           network: str, seed: int) -> str:
+    """A run's identity: its directory relative to ``<results>/runs/``."""
+    return f"{system}/{dataset}/{partitioning}/{model}_b{batch_size}_{network}_s{seed}"
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything a worker needs to run one experiment cell."""
@@ -72,8 +78,8 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """Relative path of the run under ``<results>/runs/``."""
-        return (f"{self.system}/{self.dataset}/{self.partitioning}/"
-                f"{self.model}_b{self.batch_size}_{self.network}_s{self.seed}")
+        return run_id(self.system, self.dataset, self.partitioning, self.model,
+                      self.batch_size, self.network, self.seed)
 
     def get(self, key: str):
         """A training setting, with the documented default."""
@@ -160,6 +166,7 @@ def expand_experiments(config: dict) -> list[RunSpec]:
             if missing:
                 raise ConfigError(f"experiments[{index}].{key}: {missing} not defined in "
                                   f"'{section}'")
+        cell_training = {**training, **({"epochs": exp["epochs"]} if "epochs" in exp else {})}
         for combo in itertools.product(exp["systems"], exp["datasets"], exp["partitionings"],
                                        exp["models"], exp["batch_sizes"], exp["networks"],
                                        exp["seeds"]):
@@ -173,10 +180,14 @@ def expand_experiments(config: dict) -> list[RunSpec]:
                 system=system, dataset=dataset, partitioning=part, model=model,
                 batch_size=int(batch), network=net, network_spec=network,
                 seed=int(seed), workers=int(config["partitionings"][part]["parts"]),
-                training=model_training(training, model, f"experiments[{index}].models"),
+                training=model_training(cell_training, model,
+                                        f"experiments[{index}].models"),
                 system_options=options,
             )
-            runs.setdefault(spec.run_id, spec)
+            first = runs.setdefault(spec.run_id, spec)
+            if first != spec:
+                raise ConfigError(f"experiments[{index}]: run {spec.run_id} is also in an "
+                                  "earlier experiment with other settings (epochs)")
     from commgnn.systems.registry import get_system
 
     problems = [problem for spec in runs.values()

@@ -41,6 +41,10 @@ CUMULATIVE = {"energy_cum_j": "energy_j", "energy_target_cum_j": "energy_target_
 #: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
 #: added to the epoch's remote totals.
 OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
+#: Peak memory per worker beside ``peak_mem_bytes`` (the device's): the process's host RSS
+#: and the largest step's input feature rows on the device (max over workers and epochs;
+#: NaN where a trainer does not measure them).
+MEMORY = ("peak_rss_bytes", "batch_feature_bytes_max")
 TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
@@ -56,7 +60,8 @@ COMMON_KEYS = (
     "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
     "allreduce_bytes_per_epoch", "shuffle_bytes_per_epoch", "migration_bytes_per_epoch",
     "test_acc", "val_acc",
-    "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "steps_per_epoch",
+    "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "peak_rss_bytes",
+    "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
     "energy_target_per_epoch_j",
 )
@@ -85,6 +90,12 @@ def congestion_label(network_spec, workers: int, epochs: int) -> str:
     return f"scenario:{spec['name']}" if kind == "scenario" else str(kind)
 
 
+def max_known(values) -> float:
+    """The largest value that is known (not ``None`` or NaN), else NaN."""
+    known = [v for v in values if v is not None and not math.isnan(v)]
+    return max(known) if known else math.nan
+
+
 def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -> dict:
     """One epoch's record: aggregates plus the per-worker records. ``reductions`` are the
     system's declared metrics (``System.metric_reductions()``)."""
@@ -97,6 +108,7 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
                                                                        for w in workers)),
         "train_acc": sum(w["correct"] for w in workers) / max(1, seen),
         "peak_mem_bytes": max(w["peak_mem_bytes"] for w in workers),
+        **{key: max_known(w.get(key) for w in workers) for key in MEMORY},
         "steps_max": max(w["steps"] for w in workers),
         "workers": workers,
     }
@@ -217,6 +229,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
                                           for e in epochs),
         "energy_target_model": target_model(spec).describe(),
         "peak_mem_bytes": max(e["peak_mem_bytes"] for e in epochs),
+        **{key: max_known(e.get(key) for e in epochs) for key in MEMORY},
         "steps_per_epoch": max(e["steps_max"] for e in epochs),
         "epoch_times_s": [e["time_s"] / f for e in epochs],
         "epoch_times_raw_s": [e["time_s"] for e in epochs],
