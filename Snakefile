@@ -49,7 +49,6 @@ include: "workflow/rules/presample.smk"
 include: "workflow/rules/distdgl.smk"
 include: "workflow/rules/control.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/report.smk"
 include: "workflow/rules/figures.smk"
 
 

@@ -214,11 +214,8 @@ def all_presamples():
 
 
 def figure_targets():
-    """Figures the configured experiments have data for."""
-    targets = []
-    if all_presamples():
-        targets += [f"{RESULTS}/figures/rapidgnn_fig3.png", f"{RESULTS}/figures/rapidgnn_fig5.png"]
-    return targets + [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES]
+    """Figures the systems of the experiment matrix declare."""
+    return [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES]
 
 
 # Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs.
@@ -227,13 +224,27 @@ SYSTEM_FIGURES = {name: inputs for spec in RUNS.values()
 
 
 def system_figure_inputs(w):
-    """The tables a declared figure reads (keys of `systems.base.FIGURE_INPUTS`)."""
+    """The pipeline products a declared figure reads (keys of
+    `systems.base.FIGURE_INPUTS`), in the declared order."""
     paths = {"runs": [f"{RESULTS}/tables/runs.csv"],
              "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
              "partitions": all_partitions(),
              "run_dirs": all_runs(),
-             "control": control_targets()}
+             "control": control_targets(),
+             "presamples": all_presamples(),
+             "datasets": [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])]}
     return [path for kind in SYSTEM_FIGURES[w.name] for path in paths[kind]]
+
+
+def figure_setting(name):
+    """The caption's last paragraph: what the runs on the datasets of the figure's
+    systems were run on."""
+    from commgnn.report.setting import describe_runs
+
+    datasets = {spec.dataset for spec in RUNS.values()
+                if name in get_system(spec.base_system).figures}
+    return describe_runs([spec for spec in RUNS.values() if spec.dataset in datasets],
+                         config["datasets"])
 
 
 # GreenDyGNN's control plane (workflow/rules/control.smk): one calibration, validation and

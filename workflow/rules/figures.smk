@@ -1,6 +1,9 @@
-# Figures a system declares (`System.figures` in its module, e.g. Grappa's tables): one
-# module each in src/commgnn/report/figures/, built when the experiment matrix runs the
-# system. Times in them are target times (raw ÷ time dilation).
+# Figures a system declares (`System.figures` in its module, e.g. RapidGNN's Table 2 and
+# Figures 3-9, Grappa's tables): one module each in src/commgnn/report/figures/, one job
+# each, built when the experiment matrix runs the system. Each writes the figure as PNG
+# and PDF and its data as CSV; times in them are target times (raw ÷ time dilation). The
+# caption (workflow/report/<name>.rst) ends with `params.setting`: the datasets' scale,
+# workers, networks with their dilation, and seeds of the runs behind the figure.
 
 
 rule system_figure:
@@ -12,10 +15,13 @@ rule system_figure:
             caption="../report/{name}.rst",
             category="Systems",
         ),
+        f"{RESULTS}/figures/{{name}}.pdf",
+        f"{RESULTS}/figures/{{name}}.csv",
     wildcard_constraints:
         name="|".join(SYSTEM_FIGURES) or "^$",
     params:
         cmd=COMMGNN,
+        setting=lambda w: figure_setting(w.name),
     log:
         f"{RESULTS}/logs/figures/{{name}}.log",
     resources:
@@ -23,4 +29,4 @@ rule system_figure:
     conda:
         ENV
     shell:
-        "{params.cmd} figure {wildcards.name} --out {output} {input} > {log} 2>&1"
+        "{params.cmd} figure {wildcards.name} --out {output[0]} {input} > {log} 2>&1"

@@ -65,6 +65,8 @@ FIGURE_INPUTS = {
     "partitions": "every partition directory of the config",
     "run_dirs": "every run directory of the config (per-epoch and per-step records)",
     "control": "every GreenDyGNN control directory (calibration, validation, policy)",
+    "presamples": "every presample directory a run of the config reads",
+    "datasets": "every dataset directory of the config (`meta.json`: source, statistics)",
 }
 
 #: Pipeline products a system may declare in ``needs``; the workflow builds them and

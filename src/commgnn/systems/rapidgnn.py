@@ -74,6 +74,19 @@ class RapidGNNSystem(System):
                            "description": "Q, batches staged ahead (0 = no prefetcher)"},
     }
     needs = ("presample",)
+    #: The paper's evaluation (§5): one module per result in ``report/figures/``; the roles
+    #: (RapidGNN, DGL-METIS, DGL-Random, GCN) are in ``rapidgnn_runs``.
+    figures = {
+        "rapidgnn_fig3": ("presamples",),
+        "rapidgnn_table2": ("runs", "partition_stats", "datasets"),
+        "rapidgnn_fig4": ("runs", "partition_stats", "datasets"),
+        "rapidgnn_fig5": ("runs",),
+        "rapidgnn_fig6": ("runs", "partition_stats", "datasets"),
+        "rapidgnn_fig7": ("runs", "partition_stats", "datasets"),
+        "rapidgnn_table3": ("runs", "partition_stats", "datasets", "run_dirs"),
+        "rapidgnn_fig8": ("runs", "partition_stats", "datasets", "run_dirs"),
+        "rapidgnn_fig9": ("runs", "partition_stats", "datasets", "run_dirs"),
+    }
     reductions = {"prefetch_fallbacks": "sum", "cache_bytes_max": "max",
                   "staged_bytes_max": "max", "memory_bound_bytes": "max",
                   "fill_initial_rows": "sum", "fill_refill_rows": "sum",

@@ -360,6 +360,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         dist.barrier()
         start = time.perf_counter()  # the system's epoch work (cache fills …) is inside
         energy0 = meter.read_joules()
+        parts0 = meter.read_parts()
         network0 = {c: emulator.totals(c) for c in NETWORK_CLASSES}
         system.start_epoch(epoch)
         record = _run_epoch(system, epoch, rank, steps_out, emulator, meter, power)
@@ -367,6 +368,8 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         record["time_s"] = time.perf_counter() - start
         record["time_dilation"] = emulator.time_dilation
         record["energy_j"] = meter.read_joules() - energy0
+        for part, joules in meter.read_parts().items():  # the meter's parts: cpu, gpu
+            record[f"energy_{part}_j"] = joules - parts0.get(part, 0.0)
         record.update(_epoch_target_energy(record, power))
         for c in NETWORK_CLASSES:  # modelled seconds and bytes on the links, every thread
             now = emulator.totals(c)

@@ -116,6 +116,9 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
         row[key] = sum(w[key] for w in workers)
     for key in OUTSIDE_STEPS:
         row[key] = sum(w.get(key, 0) for w in workers)
+    for part in ("cpu", "gpu"):  # the meter's parts (a CPU-only host has no GPU part)
+        if all(f"energy_{part}_j" in w for w in workers):
+            row[f"energy_{part}_j"] = sum(w[f"energy_{part}_j"] for w in workers)
     for kind in ("rpcs", "rows", "bytes"):
         row[f"step_remote_{kind}"] = row[f"remote_{kind}"]
         row[f"remote_{kind}"] += row[f"extra_remote_{kind}"]

@@ -22,6 +22,7 @@ import pandas as pd
 from commgnn.control.rpc_calibration import RpcFit
 from commgnn.control.workload import hit_rates, logistic
 from commgnn.report.figures.greendygnn_runs import control_records
+from commgnn.report.figures.plotting import save_figure
 
 COLUMNS = ["workload", "kind", "x", "delay_ms", "measured", "fitted"]
 
@@ -89,6 +90,5 @@ def make(inputs: list[Path], out: Path) -> pd.DataFrame:
         row[2].legend(fontsize=7)
     fig.suptitle("GreenDyGNN calibration (Algorithm 1): fits vs measurements, target time")
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    save_figure(fig, out, dpi=120)
     return pd.concat(data, ignore_index=True) if data else pd.DataFrame(columns=COLUMNS)

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from commgnn.dist.congestion import congestion_from_spec
+from commgnn.report.figures.plotting import save_figure
 
 COLUMNS = ["run", "system", "network", "epoch", "mean_window", "hit_rate", "max_delay_ms"]
 #: The controllers whose windows change during a run (``static`` keeps one W).
@@ -97,8 +98,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         ax.text(0.5, 0.5, "no data: no GreenDyGNN dqn/heuristic runs", ha="center",
                 va="center", transform=ax.transAxes)
         ax.set_title("Window controller under congestion (target time)")
-        fig.savefig(out_png, dpi=150)
-        plt.close(fig)
+        save_figure(fig, out_png)
         return pd.DataFrame(columns=COLUMNS)
     rows = rows.sort_values(["_kind", "run", "epoch"], kind="stable")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
@@ -130,6 +130,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     bottom.set_title("Cache hit rate per epoch", fontsize=9)
     bottom.legend(fontsize="x-small")
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_png)
     return rows[COLUMNS].reset_index(drop=True)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from commgnn.report.figures.greendygnn_runs import control_records
+from commgnn.report.figures.plotting import save_figure
 
 COLUMNS = ["workload", "window", "delay_ms", "measured_s", "predicted_s", "error"]
 #: GreenDyGNN §VI-E: "Errors stay below 5% across the full operating range, with a mean
@@ -89,8 +90,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         ax.text(0.5, 0.5, "no data: no simulator validation", ha="center", va="center",
                 transform=ax.transAxes)
         ax.set_title(f"Simulator validation, step time in target s ({PAPER})")
-        fig.savefig(out_png, dpi=150)
-        plt.close(fig)
+        save_figure(fig, out_png)
         return pd.DataFrame(columns=COLUMNS)
     fig, axes = plt.subplots(len(validations), 2, figsize=(10, 3.8 * len(validations)),
                              squeeze=False)
@@ -103,6 +103,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         _curves(right, points)
     fig.suptitle("Simulator validation: mean step time, target seconds", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_png)
     return pd.concat([v[2] for v in validations], ignore_index=True)[COLUMNS]

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from commgnn.report.figures.greendygnn_runs import control_records
+from commgnn.report.figures.plotting import save_figure
 
 COLUMNS = ["workload", "archetype", "policy_j", "reference_j", "best_static_j",
            "best_static_window", "policy_vs_best_static", "policy_mean_window"]
@@ -87,8 +88,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         ax.text(0.5, 0.5, "no data: no trained window policy", ha="center", va="center",
                 transform=ax.transAxes)
         ax.set_title("Window policy training (simulated energy, target model)")
-        fig.savefig(out_png, dpi=150)
-        plt.close(fig)
+        save_figure(fig, out_png)
         return pd.DataFrame(columns=COLUMNS)
     fig, axes = plt.subplots(len(policies), 2, figsize=(11, 3.8 * len(policies)),
                              squeeze=False)
@@ -101,8 +101,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         else:
             _energy_bars(right, record, frame)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_png)
     frames = [p[2] for p in policies if not p[2].empty]
     if not frames:
         return pd.DataFrame(columns=COLUMNS)

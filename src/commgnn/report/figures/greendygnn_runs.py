@@ -33,18 +33,6 @@ def control_records(inputs: list[Path], part: str, filename: str
     return out
 
 
-def draw_table(ax, shown: pd.DataFrame, empty: str, fontsize: int = 7) -> None:
-    """``shown`` as a matplotlib table on a bare axis (``empty`` when it has no rows)."""
-    ax.axis("off")
-    if shown.empty:
-        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
-        return
-    table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
-    table.auto_set_font_size(False)
-    table.set_fontsize(fontsize)
-    table.auto_set_column_width(list(range(len(shown.columns))))
-
-
 def method(row: pd.Series) -> str:
     """DGL (``default``), BGL, RapidGNN, GreenDyGNN-static (its window in ``window``),
     GreenDyGNN-heuristic, GreenDyGNN (a learned controller); other systems by name."""

@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.greendygnn_runs import METHODS, WORKLOAD, draw_table, load_runs
+from commgnn.report.figures.greendygnn_runs import METHODS, WORKLOAD, load_runs
+from commgnn.report.figures.plotting import draw_table, save_figure
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
@@ -46,6 +47,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     ax.set_title("Energy per epoch (target model) and epoch time (target s) under "
                  "congestion", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_png)
     return data

@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.greendygnn_runs import WORKLOAD, draw_table
+from commgnn.report.figures.greendygnn_runs import WORKLOAD
+from commgnn.report.figures.plotting import draw_table, save_figure
 
 FULL = "GreenDyGNN (full)"
 NO_WEIGHTS = "w/o Cost Weights"
@@ -113,8 +114,7 @@ def _draw(data: pd.DataFrame, out_png: Path) -> None:
     ax.set_title("Ablation: total energy per run (target model, target time, all workers), "
                  "mean ± std over seeds", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_png)
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:

@@ -30,8 +30,26 @@ def finish(fig, ax, out_png: Path, title: str, xlabel: str | None, ylabel: str) 
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="x-small")
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
+    save_figure(fig, out_png)
+
+
+def save_figure(fig, out_png: Path, dpi: int = 150) -> None:
+    """Write ``fig`` as ``out_png`` and, beside it, the same figure as PDF; close it."""
+    fig.savefig(out_png, dpi=dpi)
+    fig.savefig(Path(out_png).with_suffix(".pdf"))
     plt.close(fig)
+
+
+def draw_table(ax, shown: pd.DataFrame, empty: str, fontsize: int = 7) -> None:
+    """``shown`` as a matplotlib table on a bare axis (``empty`` when it has no rows)."""
+    ax.axis("off")
+    if shown.empty:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+        return
+    table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(fontsize)
+    table.auto_set_column_width(list(range(len(shown.columns))))
 
 
 def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from commgnn.report.figures.plotting import save_figure
 from commgnn.sampling.presample import frequencies, read_presample_meta
 
 
@@ -40,6 +41,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     ax.set_title("Remote feature accesses per node (epoch 0)")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_png)
     return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,64 @@
+"""What a figure's runs were run on, in a sentence each: the datasets and their scale,
+workers, networks with their time dilation, seeds and epochs (the last paragraph of a
+figure's caption in the Snakemake report)."""
+
+from __future__ import annotations
+
+from commgnn.train.spec import RunSpec
+
+#: Nodes of the real datasets the synthetic presets stand for.
+REAL_DATASETS = {
+    "arxiv-like": ("ogbn-arxiv", 169_343),
+    "reddit-like": ("Reddit", 232_965),
+    "products-like": ("ogbn-products", 2_449_029),
+    "papers100m-like": ("ogbn-papers100M", 111_059_956),
+}
+
+
+def dataset_scale(spec: dict) -> str:
+    """A dataset entry's size against the dataset it stands for."""
+    source = spec["source"]
+    if source == "synthetic":
+        from commgnn.data.synthetic import resolve_synthetic_spec
+
+        params = resolve_synthetic_spec(spec)
+        nodes, preset = int(params["nodes"]), params["preset"]
+        text = f"synthetic {preset}, {nodes:,} nodes"
+        if preset in REAL_DATASETS:
+            real, real_nodes = REAL_DATASETS[preset]
+            text += f" (1/{real_nodes / nodes:.3g} of {real}'s {real_nodes:,})"
+        return text
+    if source == "rmat":
+        return f"R-MAT scale {spec.get('scale')}"
+    return f"{source} {spec.get('name', '')}".strip() + " (full size)"
+
+
+def _dilation(spec: RunSpec) -> str:
+    net = spec.network_spec
+    preset = net.get("preset", spec.network)
+    f = net.get("time_dilation", 1)
+    if f == "auto":
+        return (f"{spec.network} ({preset}, time dilation measured per run against a "
+                f"{net.get('reference_step_ms')} ms reference step; times are raw ÷ f)")
+    if float(f) == 1:
+        return f"{spec.network} ({preset}, no time dilation: raw times)"
+    return f"{spec.network} ({preset}, time dilation f = {f:g}: times are raw ÷ {f:g})"
+
+
+def _numbers(values) -> str:
+    return ", ".join(str(v) for v in sorted(set(values)))
+
+
+def describe_runs(specs: list[RunSpec], datasets: dict) -> str:
+    """One paragraph: datasets (scale), workers, networks (dilation), seeds, epochs."""
+    if not specs:
+        return "No runs."
+    names = sorted({s.dataset for s in specs})
+    parts = [
+        "Datasets: " + "; ".join(f"{n}: {dataset_scale(datasets[n])}" for n in names) + ".",
+        f"Workers: {_numbers(s.workers for s in specs)}.",
+        "Networks: " + "; ".join(sorted({_dilation(s) for s in specs})) + ".",
+        f"Seeds: {_numbers(s.seed for s in specs)}.",
+        f"Epochs: {_numbers(s.get('epochs') for s in specs)}.",
+    ]
+    return " ".join(parts)
