@@ -396,3 +396,17 @@ def test_yaml_merge_keys_are_not_duplicates(tmp_path):
     path.write_text("base: &b {parts: 2, method: metis}\n"
                     "partitionings:\n  m2: {<<: *b, parts: 4}\n")
     assert read_yaml(path)["partitionings"] == {"m2": {"parts": 4, "method": "metis"}}
+
+
+def test_an_experiment_sets_its_own_epochs():
+    config = _with(lambda c: c["experiments"].append(
+        {**c["experiments"][0], "systems": ["oracle"], "epochs": 7}))
+    validate(config)
+    epochs = {spec.system: spec.get("epochs") for spec in expand_experiments(config)}
+    assert epochs == {"default": 3, "oracle": 7}  # training.epochs' default, the entry's own
+    clash = _with(lambda c: c["experiments"].append({**c["experiments"][0], "epochs": 7}))
+    with pytest.raises(ConfigError, match=r"experiments\[1\]: run default/tiny/m2/"
+                                          r"sage_b64_n_s0 is also in an earlier experiment"):
+        expand_experiments(clash)
+    same = _with(lambda c: c["experiments"].append({**c["experiments"][0], "epochs": 3}))
+    assert len(expand_experiments(same)) == 1  # the same run twice is one run

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from commgnn.report.figures.greendygnn_runs import METHODS, WORKLOAD, load_runs
-from commgnn.report.figures.plotting import draw_table, save_figure
+from commgnn.report.figures.plotting import save_table
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
@@ -42,10 +38,6 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                     for m, s in zip(data["epoch_time_s"], data["epoch_time_std_s"],
                                     strict=True)],
         "seeds": data["seeds"]})
-    fig, ax = plt.subplots(figsize=(10, 0.4 + 0.3 * max(1, len(shown))))
-    draw_table(ax, shown, "no congested runs")
-    ax.set_title("Energy per epoch (target model) and epoch time (target s) under "
-                 "congestion", fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out_png)
+    save_table(shown, out_png, "Energy per epoch (target model) and epoch time (target s) "
+               "under congestion", "no congested runs", width=10, top=0.4)
     return data

@@ -15,14 +15,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from commgnn.report.figures.greendygnn_runs import WORKLOAD
-from commgnn.report.figures.plotting import draw_table, save_figure
+from commgnn.report.figures.plotting import save_table
 
 FULL = "GreenDyGNN (full)"
 NO_WEIGHTS = "w/o Cost Weights"
@@ -109,12 +105,8 @@ def _draw(data: pd.DataFrame, out_png: Path) -> None:
                                       data["energy_target_j_std"], strict=True)],
         "vs full": ["—" if pd.isna(v) else f"{100 * v:+.1f}%" for v in data["vs_full"]],
         "seeds": data["seeds"]})
-    fig, ax = plt.subplots(figsize=(9, 0.6 + 0.3 * max(1, len(shown))))
-    draw_table(ax, shown, "no data: no greendygnn runs")
-    ax.set_title("Ablation: total energy per run (target model, target time, all workers), "
-                 "mean ± std over seeds", fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out_png)
+    save_table(shown, out_png, "Ablation: total energy per run (target model, target time, "
+               "all workers), mean ± std over seeds", "no data: no greendygnn runs", width=9)
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:

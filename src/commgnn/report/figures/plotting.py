@@ -52,6 +52,17 @@ def draw_table(ax, shown: pd.DataFrame, empty: str, fontsize: int = 7) -> None:
     table.auto_set_column_width(list(range(len(shown.columns))))
 
 
+def save_table(shown: pd.DataFrame, out_png: Path, title: str, empty: str,
+               width: float = 10, top: float = 0.6) -> None:
+    """``shown`` drawn as a table under ``title`` (``empty`` when it has no rows), saved
+    as :func:`save_figure` does."""
+    fig, ax = plt.subplots(figsize=(width, top + 0.3 * max(1, len(shown))))
+    draw_table(ax, shown, empty)
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
 def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:
     """One bar group per row of ``frame``'s index, one bar per column."""
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.plotting import draw_table, save_figure
+from commgnn.report.figures.plotting import save_table
 from commgnn.report.figures.rapidgnn_runs import (
     BASELINES,
     CELL,
@@ -130,10 +126,6 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         shown.columns = [f"{'step' if k == 'step' else 'network'} vs {b}"
                          for k, b in shown.columns]
         shown = shown.reset_index().fillna("")
-    fig, ax = plt.subplots(figsize=(11, 0.6 + 0.3 * max(1, len(shown))))
-    draw_table(ax, shown, "no RapidGNN run with a baseline in the same cell")
-    ax.set_title("RapidGNN speedup: ours ± spread over seeds (paper); target time",
-                 fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out_png)
+    save_table(shown, out_png, "RapidGNN speedup: ours ± spread over seeds (paper); target time",
+               "no RapidGNN run with a baseline in the same cell", width=11)
     return data

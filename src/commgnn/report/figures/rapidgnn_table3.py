@@ -20,13 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from commgnn.report.figures.plotting import draw_table, save_figure
+from commgnn.report.figures.plotting import save_table
 from commgnn.report.figures.rapidgnn_runs import (
     CELL,
     RAPIDGNN,
@@ -132,10 +128,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                for m in ("total_j", "mean_epoch_j", "min_epoch_j", "max_epoch_j",
                          "mean_power_w", "mean_epoch_duration_s")},
             "vs DGL-METIS": rows["vs_dgl_metis"].map("{:+.0%}".format)})
-    fig, ax = plt.subplots(figsize=(12, 0.6 + 0.3 * max(1, len(shown))))
-    draw_table(ax, shown, "no RapidGNN and DGL-METIS runs")
-    ax.set_title("Energy per worker: ours (paper, its cell only); target model in target "
-                 "time, host meter in raw time", fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out_png)
+    save_table(shown, out_png, "Energy per worker: ours (paper, its cell only); target model "
+               "in target time, host meter in raw time", "no RapidGNN and DGL-METIS runs",
+               width=12)
     return data
