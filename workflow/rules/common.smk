@@ -236,6 +236,11 @@ def system_figure_inputs(w):
     return [path for kind in SYSTEM_FIGURES[w.name] for path in paths[kind]]
 
 
+def figure_caption(name):
+    """A figure's caption text (workflow/report/<name>.rst)."""
+    return (Path(workflow.basedir) / "workflow" / "report" / f"{name}.rst").read_text()
+
+
 def figure_setting(name):
     """The caption's last paragraph: what the runs on the datasets of the figure's
     systems were run on."""

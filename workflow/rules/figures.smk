@@ -2,8 +2,9 @@
 # Figures 3-9, Grappa's tables): one module each in src/commgnn/report/figures/, one job
 # each, built when the experiment matrix runs the system. Each writes the figure as PNG
 # and PDF and its data as CSV; times in them are target times (raw ÷ time dilation). The
-# caption (workflow/report/<name>.rst) ends with `params.setting`: the datasets' scale,
-# workers, networks with their dilation, and seeds of the runs behind the figure.
+# report caption (report/system_figure.rst: a caption file cannot be a wildcard) is the
+# figure's own, workflow/report/<name>.rst, then `params.setting`: the datasets' scale,
+# workers, networks with their dilation, seeds and epochs of the runs behind the figure.
 
 
 rule system_figure:
@@ -12,7 +13,7 @@ rule system_figure:
     output:
         report(
             f"{RESULTS}/figures/{{name}}.png",
-            caption="../report/{name}.rst",
+            caption="../report/system_figure.rst",
             category="Systems",
         ),
         f"{RESULTS}/figures/{{name}}.pdf",
@@ -21,6 +22,7 @@ rule system_figure:
         name="|".join(SYSTEM_FIGURES) or "^$",
     params:
         cmd=COMMGNN,
+        caption=lambda w: figure_caption(w.name),
         setting=lambda w: figure_setting(w.name),
     log:
         f"{RESULTS}/logs/figures/{{name}}.log",

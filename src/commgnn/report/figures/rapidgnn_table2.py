@@ -57,27 +57,21 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
         cells = None
         for column, name in (("step_time_s", "step"), ("network_s_per_step", "network"),
                              ("fetch_wait_s_per_step", "fetch_wait")):
-            ratio = paired_ratio(runs, column, baseline, RAPIDGNN).rename(columns={
-                "ratio": f"{name}_speedup", "ratio_std": f"{name}_speedup_std",
-                "numerator": f"{name}_{baseline}_s", "denominator": f"{name}_rapidgnn_s"})
-            ratio = ratio.drop(columns=[f"{name}_{baseline}_s", f"{name}_rapidgnn_s"])
+            ratio = paired_ratio(runs, column, baseline, RAPIDGNN).drop(
+                columns=["numerator", "denominator"]).rename(
+                columns={"ratio": f"{name}_speedup", "ratio_std": f"{name}_speedup_std"})
             cells = ratio if cells is None else cells.merge(
                 ratio.drop(columns=["seeds", "run_ids"]), on=CELL)
-        if cells is not None and not cells.empty:
+        if not cells.empty:
             frames.append(cells.assign(baseline=baseline))
     if not frames:
         return pd.DataFrame()
     data = pd.concat(frames, ignore_index=True)
-    papers = runs.groupby("dataset")["paper_dataset"].first()
-    data["paper_dataset"] = data["dataset"].map(papers)
-    data["paper_step_speedup"] = [
-        PAPER.get((d, b), {}).get(base, (float("nan"),) * 2)[0]
-        for d, b, base in zip(data["paper_dataset"], data["batch_size"], data["baseline"],
-                              strict=True)]
-    data["paper_network_speedup"] = [
-        PAPER.get((d, b), {}).get(base, (float("nan"),) * 2)[1]
-        for d, b, base in zip(data["paper_dataset"], data["batch_size"], data["baseline"],
-                              strict=True)]
+    data["paper_dataset"] = data["dataset"].map(runs.groupby("dataset")["paper_dataset"].first())
+    paper = [PAPER.get((d, b), {}).get(base, (float("nan"), float("nan"))) for d, b, base in
+             zip(data["paper_dataset"], data["batch_size"], data["baseline"], strict=True)]
+    data["paper_step_speedup"] = [step for step, _ in paper]
+    data["paper_network_speedup"] = [network for _, network in paper]
     first = ["paper_dataset", *CELL, "baseline", "step_speedup", "step_speedup_std",
              "paper_step_speedup", "network_speedup", "network_speedup_std",
              "paper_network_speedup"]
