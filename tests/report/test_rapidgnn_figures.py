@@ -3,6 +3,7 @@ values on small runs tables and run directories written to disk."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from pathlib import Path
@@ -34,6 +35,7 @@ def _run(system, part, seed, epoch_s, steps=4, model="sage", base=None, **extra)
            "mean_epoch_time_s": epoch_s, "steps_per_epoch": steps,
            "network_s_per_step": 0.1, "fetch_wait_s_per_step": 0.05,
            "fetch_mb_per_step": 5.0, "remote_bytes_per_epoch": 4e7,
+           "step_remote_bytes_per_epoch": 3.2e7,
            "peak_rss_bytes": 5e8, "batch_feature_bytes_max": 2e6, "energy_meter": "modelled",
            **extra}
     row["run_id"] = run_id(system, "prod", part, model, 1000, "net", seed)
@@ -91,13 +93,32 @@ def test_roles():
         None, None]
 
 
-def test_load_runs_names_the_paper_dataset_and_refuses_no_rapidgnn(inputs, tmp_path):
+def test_load_runs_names_the_paper_dataset_and_refuses_ambiguous_pairs(inputs, tmp_path):
     runs = load_runs(inputs)
     assert set(runs["paper_dataset"]) == {"OGBN-Products"}
     assert runs.loc[0, "step_time_s"] == 0.5
-    pd.DataFrame(RUNS[2:6]).to_csv(tmp_path / "tables" / "runs.csv", index=False)
-    with pytest.raises(InputError, match=r"runs\.csv: no rapidgnn run"):
+    twin = {**RUNS[2], "partitioning": "m4b", "run_id": "default/prod/m4b/sage_b1000_net_s0"}
+    pd.DataFrame([*RUNS, twin]).to_csv(tmp_path / "tables" / "runs.csv", index=False)
+    stats = pd.read_csv(tmp_path / "tables" / "partition_stats.csv")
+    pd.concat([stats, pd.DataFrame([{"dataset": "prod", "partitioning": "m4b",
+                                     "method": "metis", "part": 0}])]).to_csv(
+        tmp_path / "tables" / "partition_stats.csv", index=False)
+    with pytest.raises(InputError, match=r"default/prod/m4/sage_b1000_net_s0, "
+                                         r"default/prod/m4b/sage_b1000_net_s0 play the same"):
         load_runs(inputs)
+
+
+@pytest.mark.parametrize("name", ["rapidgnn_table2", "rapidgnn_fig4", "rapidgnn_fig6",
+                                  "rapidgnn_fig7", "rapidgnn_table3", "rapidgnn_fig8",
+                                  "rapidgnn_fig9"])
+def test_figures_without_a_rapidgnn_run_say_so(inputs, tmp_path, name):
+    """Only a sweep variant (no run plays RapidGNN): every figure is drawn, empty."""
+    pd.DataFrame([RUNS[2], RUNS[7]]).to_csv(tmp_path / "tables" / "runs.csv", index=False)
+    run_dirs = [_run_dir(tmp_path / "results", RUNS[7], [{"time_s": 1.0, "train_acc": 0.5,
+                                                          "train_loss": 1.0}])]
+    module = importlib.import_module(f"commgnn.report.figures.{name}")
+    data = module.make([*inputs, *run_dirs], tmp_path / f"{name}.png")
+    assert "RapidGNN" not in set(data.get("role", [])) and (tmp_path / f"{name}.png").is_file()
 
 
 def test_table2_speedups_pair_seeds(inputs, tmp_path):
@@ -126,7 +147,8 @@ def test_fig4_megabytes_per_step(inputs, tmp_path):
     assert data.loc["RapidGNN", "mb_per_step"] == 2.0
     assert data.loc["DGL-METIS", "mb_per_step"] == 5.0
     assert data.loc["RapidGNN", "reduction"] == pytest.approx(2.5)
-    assert data.loc["RapidGNN", "mb_incl_fills_per_step"] == pytest.approx(40 / 16)
+    # the step bytes scaled by all remote bytes (cache fills) over the steps' own
+    assert data.loc["RapidGNN", "mb_incl_fills_per_step"] == pytest.approx(2.0 * 4 / 3.2)
     assert (data.loc["RapidGNN", "paper_mb_per_step"],
             data.loc["DGL-METIS", "paper_mb_per_step"]) == (2.0, 4.8)
 
@@ -195,3 +217,37 @@ def test_describe_runs_states_scale_workers_dilation_seeds():
     text = describe_runs([spec], datasets)
     assert "612,257 nodes (1/4 of ogbn-products's 2,449,029)" in text
     assert "time dilation f = 13" in text and "Workers: 4." in text and "Seeds: 2." in text
+
+
+def test_table2_keeps_cells_apart_by_network(inputs, tmp_path):
+    other = [{**row, "network": "slow", "mean_epoch_time_s": 2 * row["mean_epoch_time_s"],
+              "run_id": row["run_id"].replace("_net_", "_slow_")} for row in RUNS[:4]]
+    pd.DataFrame([*RUNS, *other]).to_csv(tmp_path / "tables" / "runs.csv", index=False)
+    data = rapidgnn_table2.make(inputs, tmp_path / "t2.png")
+    metis = data[data["baseline"] == "DGL-METIS"].set_index(["dataset", "network"])
+    assert metis.loc[("prod", "net"), "step_speedup"] == pytest.approx(1.75)
+    assert metis.loc[("prod", "slow"), "step_speedup"] == pytest.approx(1.75)
+    assert {("Average", "net"), ("Average", "slow")} <= set(metis.index)
+    gcn = data[data["baseline"] == "GCN"].set_index(["dataset", "network"])
+    assert list(gcn.index) == [("prod", "net"), ("Average", "net")]  # no GCN run on "slow"
+
+
+def test_table3_divides_a_host_wide_rapl_reading_among_its_workers(inputs, tmp_path):
+    root = tmp_path / "results"
+    runs = pd.DataFrame(RUNS)
+    runs.loc[[0, 2], "energy_meter"] = "modelled+rapl"
+    runs.to_csv(tmp_path / "tables" / "runs.csv", index=False)
+    dirs = []
+    for row in (RUNS[0], RUNS[2]):
+        directory = _run_dir(root, row, [{"time_s": 2.0, "energy_target_cpu_j": 4,
+                                          "energy_target_gpu_j": 4, "energy_target_j": 8,
+                                          "energy_j": 160 + 40, "energy_cpu_j": 160,
+                                          "energy_gpu_j": 40}])
+        summary = json.loads((directory / "summary.json").read_text())
+        summary["hosts"] = ["a", "a", "b", "b"]  # two workers per host read one RAPL
+        (directory / "summary.json").write_text(json.dumps(summary))
+        dirs.append(directory)
+    data = rapidgnn_table3.energy([*inputs, *dirs]).set_index(["source", "part", "role"])
+    host = data.loc[("modelled+rapl", slice(None), "RapidGNN")]["total_j"]
+    # cpu: 160 J summed over 4 workers, each host's counter read twice: 160 / 4 / 2
+    assert host.loc["cpu"] == 20 and host.loc["gpu"] == 10 and host.loc["total"] == 30

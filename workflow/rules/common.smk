@@ -242,14 +242,20 @@ def figure_caption(name):
 
 
 def figure_setting(name):
-    """The caption's last paragraph: what the runs on the datasets of the figure's
-    systems were run on."""
+    """The caption's last paragraph: what the runs behind the figure were run on (those
+    its module's `runs_behind(spec)` accepts; without one, every run on the datasets of
+    the systems declaring it)."""
+    import importlib
+
     from commgnn.report.setting import describe_runs
 
-    datasets = {spec.dataset for spec in RUNS.values()
-                if name in get_system(spec.base_system).figures}
-    return describe_runs([spec for spec in RUNS.values() if spec.dataset in datasets],
-                         config["datasets"])
+    behind = getattr(importlib.import_module(f"commgnn.report.figures.{name}"),
+                     "runs_behind", None)
+    if behind is None:
+        datasets = {spec.dataset for spec in RUNS.values()
+                    if name in get_system(spec.base_system).figures}
+        behind = lambda spec: spec.dataset in datasets
+    return describe_runs([spec for spec in RUNS.values() if behind(spec)], config["datasets"])
 
 
 # GreenDyGNN's control plane (workflow/rules/control.smk): one calibration, validation and

@@ -20,6 +20,11 @@ from commgnn.report.figures.plotting import save_figure
 from commgnn.sampling.presample import frequencies, read_presample_meta
 
 
+def runs_behind(spec) -> bool:
+    """The runs the caption describes: those reading the presamples (RapidGNN's)."""
+    return spec.base_system == "rapidgnn"
+
+
 def access_histogram(presample_dir: Path, epoch: int = 0) -> pd.DataFrame:
     """Rows ``(accesses, nodes)``: remote nodes accessed by exactly ``accesses`` batches."""
     meta = read_presample_meta(presample_dir)

@@ -23,6 +23,8 @@ from commgnn.report.figures.rapidgnn_runs import (
     load_runs,
     main_cells,
     paired_ratio,
+    plays_a_role,
+    role_bars,
     run_ids,
 )
 
@@ -36,13 +38,16 @@ PAPER = {
     ("OGBN-Products", 3000): (5.4, 12.1),
 }
 
+#: The runs the caption describes (``figure_setting`` in the workflow).
+runs_behind = plays_a_role
+
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs = main_cells(load_runs(inputs))
     runs = runs[runs["role"].isin([RAPIDGNN, BASELINE])].copy()
     runs["mb_per_step"] = runs["fetch_mb_per_step"]
-    runs["mb_incl_fills_per_step"] = (runs["remote_bytes_per_epoch"] / 1e6
-                                      / (runs["steps_per_epoch"] * runs["workers"]))
+    runs["mb_incl_fills_per_step"] = (runs["fetch_mb_per_step"] * runs["remote_bytes_per_epoch"]
+                                      / runs["step_remote_bytes_per_epoch"])
     data = runs.groupby([*CELL, "paper_dataset", "role"], dropna=False).agg(
         mb_per_step=("mb_per_step", "mean"), mb_per_step_std=("mb_per_step", "std"),
         mb_incl_fills_per_step=("mb_incl_fills_per_step", "mean"),
@@ -56,16 +61,10 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         for d, b, r in zip(data["paper_dataset"], data["batch_size"], data["role"],
                            strict=True)]
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    labels = data.drop_duplicates(CELL)
-    ticks = [f"{d}\nB={b}, w{w}" for d, b, w in
-             zip(labels["dataset"], labels["batch_size"], labels["workers"], strict=True)]
-    for i, (role, hatch) in enumerate(((RAPIDGNN, ""), (BASELINE, "//"))):
-        values = labels[CELL].merge(data[data["role"] == role], on=CELL, how="left")
-        positions = [x + (i - 0.5) * 0.38 for x in range(len(labels))]
-        ax.bar(positions, values["mb_per_step"], width=0.38, hatch=hatch,
-               yerr=values["mb_per_step_std"].fillna(0), label=f"{role} (ours)")
-        ax.scatter(positions, values["paper_mb_per_step"], marker="x", color="black",
-                   zorder=3, label="paper" if i == 0 else None)
-    ax.set_xticks(range(len(labels)), ticks, fontsize=7)
+    bars = role_bars(ax, data, "mb_per_step", (RAPIDGNN, BASELINE),
+                     error=lambda v: v["mb_per_step_std"].fillna(0))
+    for i, (x, values) in enumerate(bars.values()):
+        ax.scatter(x, values["paper_mb_per_step"], marker="x", color="black", zorder=3,
+                   label="paper" if i == 0 else None)
     finish(fig, ax, out_png, "Remote feature MB per step (step fetches)", None, "MB per step")
     return data

@@ -19,11 +19,21 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from commgnn.report.figures.plotting import save_figure
-from commgnn.report.figures.rapidgnn_runs import CELL, RAPIDGNN, load_runs, run_ids
+from commgnn.report.figures.rapidgnn_runs import (
+    CELL,
+    RAPIDGNN,
+    load_runs,
+    plays_a_role,
+    role_bars,
+    run_ids,
+)
 
 ROLES = (RAPIDGNN, "DGL-METIS")
 PANELS = (("device_feature_mb", "(a) feature rows on the device, MB"),
           ("rss_mb", "(b) process peak RSS, MB"))
+
+#: The runs the caption describes (``figure_setting`` in the workflow).
+runs_behind = plays_a_role
 
 
 def memory(runs: pd.DataFrame) -> pd.DataFrame:
@@ -43,16 +53,9 @@ def memory(runs: pd.DataFrame) -> pd.DataFrame:
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     data = memory(load_runs(inputs))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    cells = data.drop_duplicates(CELL).sort_values(CELL)
-    ticks = [f"{d}\nw{w} B={b}" for d, w, b in
-             zip(cells["dataset"], cells["workers"], cells["batch_size"], strict=True)]
     for ax, (column, title) in zip(axes, PANELS, strict=True):
-        for i, role in enumerate(ROLES):
-            values = cells[CELL].merge(data[data["role"] == role], on=CELL, how="left")
-            ax.bar([x + (i - 0.5) * 0.38 for x in range(len(cells))], values[column],
-                   width=0.38, label=role, hatch="" if i == 0 else "//",
-                   yerr=values[column.replace("_mb", "_std_mb")].fillna(0))
-        ax.set_xticks(range(len(cells)), ticks, fontsize=6)
+        role_bars(ax, data, column, ROLES,
+                  error=lambda v, c=column: v[c.replace("_mb", "_std_mb")].fillna(0))
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize="x-small")
     fig.suptitle("Memory per worker (largest worker's peak)", fontsize=10)

@@ -20,9 +20,13 @@ from commgnn.report.figures.rapidgnn_runs import (
     ROLES,
     epoch_rows,
     load_runs,
+    plays_a_role,
     run_ids,
     split_inputs,
 )
+
+#: The runs the caption describes (``figure_setting`` in the workflow).
+runs_behind = plays_a_role
 
 
 def curves(inputs: list[Path]) -> pd.DataFrame:

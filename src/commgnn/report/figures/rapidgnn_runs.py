@@ -13,12 +13,14 @@ as ``rapidgnn-h5k`` are sweeps, Figure 5's):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from commgnn.errors import InputError
-from commgnn.train.spec import split_model
+from commgnn.report.tables import RUN_KEYS
+from commgnn.train.spec import run_id, split_model
 
 RAPIDGNN = "RapidGNN"
 BASELINES = ("DGL-METIS", "DGL-Random", "GCN")
@@ -46,6 +48,12 @@ def role(row: pd.Series) -> str | None:
         if method == "random" and arch == "sage":
             return "DGL-Random"
     return None
+
+
+def plays_a_role(spec) -> bool:
+    """Whether a run (a ``RunSpec``) can play a role: ``rapidgnn`` or ``default`` under its
+    own name (what the caption of a role figure describes: ``runs_behind``)."""
+    return spec.system == spec.base_system and spec.system in ("rapidgnn", "default")
 
 
 def paper_dataset(meta: dict) -> str | None:
@@ -78,7 +86,9 @@ def split_inputs(inputs: list[Path]) -> dict[str, list[Path]]:
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs table with ``method`` (the partitioner, from the partition table),
     ``role``, ``paper_dataset`` (from the dataset directories) and ``step_time_s`` (target
-    seconds: the mean epoch time over the steps per epoch)."""
+    seconds: the mean epoch time over the steps per epoch). Two runs in one role, cell
+    and seed are an :class:`~commgnn.errors.InputError` (a pairing would be ambiguous);
+    no RapidGNN run at all leaves every figure empty (it says so)."""
     kinds = split_inputs(inputs)
     runs = pd.concat([pd.read_csv(p) for p in kinds["runs"]], ignore_index=True)
     parts = pd.concat([pd.read_csv(p) for p in kinds["partition_stats"]], ignore_index=True)
@@ -91,9 +101,13 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
         papers[directory.name] = paper_dataset(meta)
     runs["paper_dataset"] = runs["dataset"].map(papers).fillna("")
     runs["step_time_s"] = runs["mean_epoch_time_s"] / runs["steps_per_epoch"]
-    if not (runs["role"] == RAPIDGNN).any():
-        raise InputError(f"{', '.join(map(str, kinds['runs']))}: no rapidgnn run on a METIS "
-                         "partitioning: add rapidgnn to the experiments")
+    played = runs.dropna(subset=["role"])
+    twice = played[played.duplicated([*CELL, "seed", "role"], keep=False)]
+    if not twice.empty:  # a comparison pairs one run per role, cell and seed
+        raise InputError(f"{', '.join(map(str, kinds['runs']))}: runs "
+                         f"{', '.join(sorted(twice['run_id']))} play the same role in one "
+                         "cell and seed (e.g. two METIS partitionings with the same parts): "
+                         "keep one per cell in the experiments")
     return runs
 
 
@@ -120,7 +134,8 @@ def paired_ratio(runs: pd.DataFrame, column: str, numerator: str, denominator: s
     bottom = runs[runs["role"] == denominator].set_index(keys)[[column, "run_id"]]
     pairs = top.merge(bottom, left_index=True, right_index=True,
                       suffixes=("_num", "_den")).reset_index()
-    pairs["ratio"] = pairs[f"{column}_num"] / pairs[f"{column}_den"]
+    # a zero denominator (e.g. no fetch wait at all) has no finite ratio
+    pairs["ratio"] = pairs[f"{column}_num"] / pairs[f"{column}_den"].replace(0, float("nan"))
     pairs["runs"] = pairs["run_id_num"] + ";" + pairs["run_id_den"]
     return pairs.groupby(cell).agg(
         ratio=("ratio", "mean"), ratio_std=("ratio", "std"), seeds=("seed", "nunique"),
@@ -130,16 +145,45 @@ def paired_ratio(runs: pd.DataFrame, column: str, numerator: str, denominator: s
 
 def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
     """One row per run and epoch of the run directories: the run's identity, its
-    ``run_id`` and the epoch record (rank 0's aggregate over workers)."""
+    ``run_id``, ``workers_per_host`` and the epoch record (rank 0's aggregate over
+    workers)."""
     rows = []
     for directory in map(Path, run_dirs):
         summary = json.loads((directory / "summary.json").read_text())
         ident = {k: summary.get(k) for k in ("system", "base_system", "dataset",
                                              "partitioning", "model", "layers", "workers",
                                              "batch_size", "network", "seed")}
-        ident["run_id"] = "/".join(directory.parts[-4:])
+        ident["run_id"] = run_id(*(summary[k] for k in RUN_KEYS))
+        hosts = summary.get("hosts") or []  # each worker's host: who shares a host meter
+        ident["workers_per_host"] = max(Counter(hosts).values(), default=1)
         for line in (directory / "epochs.jsonl").read_text().splitlines():
             epoch = json.loads(line)
             epoch.pop("workers", None)
             rows.append({**ident, **epoch})
     return pd.DataFrame(rows)
+
+
+def cell_label(row: pd.Series) -> str:
+    """A cell's tick label: the part (energy figures), dataset, batch size, workers and
+    network, one per line."""
+    part = f"{str(row['part']).upper()}\n" if "part" in row else ""
+    return (f"{part}{row['dataset']}\nB={row['batch_size']} w{row['workers']}\n"
+            f"{row['network']}")
+
+
+def role_bars(ax, data: pd.DataFrame, column: str, roles: tuple[str, ...],
+              keys: list[str] = CELL, error=None) -> dict[str, tuple[list[float], pd.DataFrame]]:
+    """Grouped bars of ``column``: a group per distinct ``keys`` of ``data``, a bar per
+    role (``error(values)``: its error bars); each role's bar positions and values."""
+    groups = data.drop_duplicates(keys).sort_values(keys)
+    width = 0.8 / len(roles)
+    bars = {}
+    for i, name in enumerate(roles):
+        values = groups[keys].merge(data[data["role"] == name], on=keys, how="left")
+        x = [g + (i - (len(roles) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(x, values[column], width=width, label=name, hatch="//" if i else "",
+               yerr=error(values) if error else None)
+        bars[name] = (x, values)
+    ax.set_xticks(range(len(groups)), [cell_label(g) for _, g in groups.iterrows()],
+                  fontsize=6)
+    return bars

@@ -22,6 +22,7 @@ from commgnn.report.figures.rapidgnn_runs import (
     load_runs,
     main_cells,
     paired_ratio,
+    plays_a_role,
 )
 
 #: Table 2 of the paper: (dataset, batch) -> baseline -> (step, network) speedup.
@@ -47,6 +48,9 @@ PAPER = {
 }
 PAPER_AVERAGE = {"DGL-METIS": (2.46, 12.70), "DGL-Random": (2.26, 9.70), "GCN": (3.00, 15.39)}
 AVERAGE = "Average"
+
+#: The runs the caption describes (``figure_setting`` in the workflow).
+runs_behind = plays_a_role
 
 
 def speedups(runs: pd.DataFrame) -> pd.DataFrame:
@@ -79,10 +83,12 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_averages(data: pd.DataFrame) -> pd.DataFrame:
-    """``data`` and, per baseline, the mean of every cell (the paper's averages row)."""
+    """``data`` and, per baseline and network, the mean of every cell (the paper's
+    averages row)."""
     rows = []
-    for baseline, group in data.groupby("baseline", sort=False):
-        rows.append({"dataset": AVERAGE, "baseline": baseline, "seeds": group["seeds"].min(),
+    for (baseline, network), group in data.groupby(["baseline", "network"], sort=False):
+        rows.append({"dataset": AVERAGE, "network": network, "baseline": baseline,
+                     "seeds": group["seeds"].min(),
                      "step_speedup": group["step_speedup"].mean(),
                      "network_speedup": group["network_speedup"].mean(),
                      "fetch_wait_speedup": group["fetch_wait_speedup"].mean(),
@@ -110,10 +116,10 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
             net=[_ours_paper(*v) for v in zip(data["network_speedup"],
                                               data.get("network_speedup_std"),
                                               data["paper_network_speedup"], strict=True)])
-        wide["row"] = [AVERAGE if d == AVERAGE else
-                       f"{d}{f' ({p})' if p else ''}, {int(w)} workers" for d, p, w in
-                       zip(wide["dataset"], wide["paper_dataset"].fillna(""), wide["workers"],
-                           strict=True)]
+        wide["row"] = [f"{AVERAGE}, {n}" if d == AVERAGE else
+                       f"{d}{f' ({p})' if p else ''}, {int(w)} workers, {n}"
+                       for d, p, w, n in zip(wide["dataset"], wide["paper_dataset"].fillna(""),
+                                             wide["workers"], wide["network"], strict=True)]
         wide["B"] = wide["batch_size"].map(lambda b: "" if pd.isna(b) else f"{int(b)}")
         shown = wide.pivot_table(index=["row", "B"], columns="baseline",
                                  values=["step", "net"], aggfunc="first", sort=False)

@@ -11,9 +11,11 @@ Two sources, each row naming its own:
   documented utilisation model), over raw wall time on this host; its CPU/GPU split where
   the meter has one (a CPU-only host has no GPU part).
 
-Energies are per worker (the sum over workers ÷ workers, as the paper averages its
-machines); ``vs_dgl_metis``: RapidGNN's total over DGL-METIS's − 1 (paper: CPU −44 %,
-GPU −32 %).
+Energies are per worker (as the paper averages its machines; a host-wide RAPL reading is
+also divided among the workers sharing the host); ``vs_dgl_metis``: RapidGNN's total over
+DGL-METIS's − 1 (paper: CPU −44 %, GPU −32 %). The paper's GPU mean power is per GPU, two
+P100s per machine (its GPU totals over durations are 61.6 and 58.9 W); ours is per worker,
+one GPU each, so its GPU power sits beside a per-GPU figure half a machine's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from commgnn.report.figures.rapidgnn_runs import (
     RAPIDGNN,
     epoch_rows,
     load_runs,
+    plays_a_role,
     run_ids,
     split_inputs,
 )
@@ -46,21 +49,40 @@ PAPER = {
 #: The paper's setting: (paper dataset, batch size, workers).
 PAPER_CELL = ("OGBN-Products", 3000, 3)
 
+#: The runs the caption describes (``figure_setting`` in the workflow).
+runs_behind = plays_a_role
 
-def _per_run(epochs: pd.DataFrame, columns: dict[str, str], duration: pd.Series,
-             workers: int) -> list[dict]:
-    """Per part: the METRICS of one run's epochs (energy per worker)."""
-    out = []
-    for part, column in columns.items():
-        if column not in epochs or epochs[column].isna().any():
-            continue
-        joules = epochs[column] / workers
-        out.append({"part": part, "total_j": joules.sum(), "mean_epoch_j": joules.mean(),
-                    "min_epoch_j": joules.min(), "max_epoch_j": joules.max(),
-                    "mean_power_w": joules.sum() / duration.sum(),
-                    "total_duration_s": duration.sum(),
-                    "mean_epoch_duration_s": duration.mean()})
-    return out
+
+def _metrics(per_worker: dict[str, pd.Series], duration: pd.Series) -> list[dict]:
+    """Per part: the METRICS of one run's per-epoch joules per worker."""
+    return [{"part": part, "total_j": joules.sum(), "mean_epoch_j": joules.mean(),
+             "min_epoch_j": joules.min(), "max_epoch_j": joules.max(),
+             "mean_power_w": joules.sum() / duration.sum(),
+             "total_duration_s": duration.sum(), "mean_epoch_duration_s": duration.mean()}
+            for part, joules in per_worker.items()
+            if not joules.empty and not joules.isna().any()]
+
+
+def _target(epochs: pd.DataFrame, workers: int) -> dict[str, pd.Series]:
+    """The target model's joules per worker and epoch (the epoch rows sum the workers)."""
+    return {part: epochs[column] / workers for part, column in
+            (("cpu", "energy_target_cpu_j"), ("gpu", "energy_target_gpu_j"),
+             ("total", "energy_target_j")) if column in epochs}
+
+
+def _measured(epochs: pd.DataFrame, workers: int, meter: str) -> dict[str, pd.Series]:
+    """The host meter's joules per worker and epoch. Every worker reads its own meter and
+    the epoch rows sum them: a modelled part is per process and NVML per device, but RAPL
+    counts the whole host, so each of the workers sharing a host read it once more."""
+    shared = epochs["workers_per_host"] if "rapl" in meter else 1
+    parts = {}
+    if "energy_cpu_j" in epochs:
+        parts["cpu"] = epochs["energy_cpu_j"] / workers / shared
+    if "energy_gpu_j" in epochs and epochs["energy_gpu_j"].notna().all():
+        parts["gpu"] = epochs["energy_gpu_j"] / workers
+    # runs before the per-part records have only the total
+    parts["total"] = sum(parts.values()) if parts else epochs["energy_j"] / workers / shared
+    return parts
 
 
 def energy(inputs: list[Path]) -> pd.DataFrame:
@@ -74,13 +96,10 @@ def energy(inputs: list[Path]) -> pd.DataFrame:
         run = runs.loc[run_id]
         ident = {**{k: run[k] for k in (*CELL, "paper_dataset", "role", "seed", "epochs")},
                  "run_id": run_id}
-        target = _per_run(run_epochs, {"cpu": "energy_target_cpu_j",
-                                       "gpu": "energy_target_gpu_j",
-                                       "total": "energy_target_j"},
-                          run_epochs["time_s"] / run_epochs["time_dilation"], run["workers"])
-        measured = _per_run(run_epochs, {"cpu": "energy_cpu_j", "gpu": "energy_gpu_j",
-                                         "total": "energy_j"},
-                            run_epochs["time_s"], run["workers"])
+        target = _metrics(_target(run_epochs, run["workers"]),
+                          run_epochs["time_s"] / run_epochs["time_dilation"])
+        measured = _metrics(_measured(run_epochs, run["workers"], run["energy_meter"]),
+                            run_epochs["time_s"])
         rows += [{**ident, "source": TARGET, **m} for m in target]
         rows += [{**ident, "source": run["energy_meter"], **m} for m in measured]
     if not rows:
@@ -120,7 +139,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         rows = rows[rows["part"] != "total"]
         shown = pd.DataFrame({
             "cell": rows["dataset"] + " B=" + rows["batch_size"].astype(str) + " w"
-            + rows["workers"].astype(str),
+            + rows["workers"].astype(str) + " " + rows["network"],
             "source": rows["source"], "part": rows["part"], "system": rows["role"],
             **{m.replace("_", " "): [
                 f"{v:.2f}" + ("" if pd.isna(p) else f" ({p:.2f})")
