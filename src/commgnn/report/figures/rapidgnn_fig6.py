@@ -44,6 +44,8 @@ def scaling(runs: pd.DataFrame) -> pd.DataFrame:
             at = at.merge(base[["mean_epoch_time_s", "run_id"]], left_on="seed",
                           right_index=True, how="left", suffixes=("", "_base"))
             at = at.dropna(subset=["mean_epoch_time_s_base"])
+            if at.empty:  # no seed ran at both worker counts
+                continue
             speedup = at["mean_epoch_time_s_base"] / at["mean_epoch_time_s"]
             rows.append({**dict(zip(SCALING, key, strict=True)), "workers": workers,
                          "base_workers": fewest,
