@@ -127,5 +127,5 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                          for k, b in shown.columns]
         shown = shown.reset_index().fillna("")
     save_table(shown, out_png, "RapidGNN speedup: ours ± spread over seeds (paper); target time",
-               "no RapidGNN run with a baseline in the same cell", width=11)
+               "no RapidGNN run with a baseline in the same cell", width=15)
     return data
