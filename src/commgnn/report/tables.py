@@ -8,11 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from commgnn.partition import read_partition_meta
-from commgnn.train.spec import run_id
+from commgnn.train.spec import RUN_KEYS, run_id
 from commgnn.train.summary import COMMON_KEYS
-
-#: The summary keys a run id is made of (:func:`commgnn.train.spec.run_id`).
-RUN_KEYS = ("system", "dataset", "partitioning", "model", "batch_size", "network", "seed")
 
 
 def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:

@@ -43,6 +43,10 @@ EXPERIMENT_DEFAULTS: dict = {
 }
 
 
+#: The summary keys a run id is made of, in :func:`run_id`'s order.
+RUN_KEYS = ("system", "dataset", "partitioning", "model", "batch_size", "network", "seed")
+
+
 def run_id(system: str, dataset: str, partitioning: str, model: str, batch_size: int,
            network: str, seed: int) -> str:
     """A run's identity: its directory relative to ``<results>/runs/``."""

@@ -19,8 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from commgnn.errors import InputError
-from commgnn.report.tables import RUN_KEYS
-from commgnn.train.spec import run_id, split_model
+from commgnn.train.spec import RUN_KEYS, run_id, split_model
 
 RAPIDGNN = "RapidGNN"
 BASELINES = ("DGL-METIS", "DGL-Random", "GCN")
