@@ -11,13 +11,13 @@ rule system_figure:
     input:
         system_figure_inputs,
     output:
-        report(
+        png=report(
             f"{RESULTS}/figures/{{name}}.png",
             caption="../report/system_figure.rst",
             category="Systems",
         ),
-        f"{RESULTS}/figures/{{name}}.pdf",
-        f"{RESULTS}/figures/{{name}}.csv",
+        pdf=f"{RESULTS}/figures/{{name}}.pdf",
+        csv=f"{RESULTS}/figures/{{name}}.csv",
     wildcard_constraints:
         name="|".join(SYSTEM_FIGURES) or "^$",
     params:
@@ -31,4 +31,4 @@ rule system_figure:
     conda:
         ENV
     shell:
-        "{params.cmd} figure {wildcards.name} --out {output[0]} {input} > {log} 2>&1"
+        "{params.cmd} figure {wildcards.name} --out {output.png} {input} > {log} 2>&1"
