@@ -274,3 +274,34 @@ def test_sage_counts_parallel_edges():
     mean = (2 * h[1] + h[2]) / 3
     expected = layer.lin_self(h[:1]) + layer.lin_neigh(mean[None]) + layer.bias
     torch.testing.assert_close(layer(block, h), expected)
+
+
+def test_gcn_diag_enhanced_on_a_hand_computed_path():
+    # Cluster-GCN eq. 10/11 on the path 0 - 1 - 2 with λ = 0.5: Ã = (D + I)^-1 (A + I),
+    # operator Ã + λ diag(Ã). Rows: 0: [1.5/2, 1/2, 0]; 1: [1/3, 1.5/3, 1/3]; 2: [0, 1/2, 1.5/2].
+    path = Block.full_graph(torch.tensor([0, 1, 3, 4]), torch.tensor([1, 0, 2, 1]))
+    h = torch.tensor([[1.0], [2.0], [4.0]], dtype=torch.float64)
+    layer = GCNConv(1, 1, norm="right", diag_lambda=0.5).double()
+    with torch.no_grad():
+        layer.weight.fill_(1.0)
+    expected = [[0.75 * 1 + 0.5 * 2], [1 / 3 + 0.5 * 2 + 4 / 3], [0.5 * 2 + 0.75 * 4]]
+    torch.testing.assert_close(layer(path, h), torch.tensor(expected, dtype=torch.float64))
+    # projecting after the aggregation (out_dim > in_dim) gives the same operator
+    wide = GCNConv(1, 2, norm="right", diag_lambda=0.5).double()
+    with torch.no_grad():
+        wide.weight.copy_(torch.tensor([[1.0, -2.0]]))
+    torch.testing.assert_close(wide(path, h)[:, 1], -2 * torch.tensor(expected).flatten().double())
+    # a block whose one destination (node 0) has sources 1 and 2: (1.5·1 + 2 + 4) / 3
+    block = Block(3, 1, torch.tensor([0, 2]), torch.tensor([1, 2]))
+    torch.testing.assert_close(layer(block, h), torch.tensor([[2.5]], dtype=torch.float64))
+    # λ = 0 is plain norm='right'; λ with another normalisation is refused
+    plain = GCNConv(1, 1, norm="right").double()
+    with torch.no_grad():
+        plain.weight.fill_(1.0)
+    torch.testing.assert_close(plain(path, h), torch.tensor(
+        [[1 / 2 + 1.0], [1 / 3 + 2 / 3 + 4 / 3], [1.0 + 2.0]], dtype=torch.float64))
+    with pytest.raises(ValueError, match="diag_lambda"):
+        GCNConv(1, 1, diag_lambda=0.5)
+    layer.norm = "both"  # set on a built layer (as a system may): refused at the forward
+    with pytest.raises(ValueError, match="diag_lambda"):
+        layer(path, h)

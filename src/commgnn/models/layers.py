@@ -30,6 +30,11 @@ GCN normalisation
     a block), so they depend on the sample and differ from the full-graph degrees.
     ``norm='right'`` gives the random-walk form ``deg_in(j)^-1`` (a mean over ``j``'s sources
     including itself), which does not depend on other destinations' samples.
+
+Diagonal enhancement (Cluster-GCN, Chiang et al. KDD 2019, eq. 10/11)
+    With ``norm='right'`` and ``diag_lambda = λ``, the operator is ``Ã + λ diag(Ã)`` with
+    ``Ã = (D + I)^-1 (A + I)``: the self-loop ``j -> j`` weighs ``(1 + λ) / deg_in(j)``, every
+    other edge ``1 / deg_in(j)``. ``λ = 0`` is plain ``norm='right'``.
 """
 
 from __future__ import annotations
@@ -140,16 +145,23 @@ class GCNConv(nn.Module):
 
     ``norm='both'``: ``Â[j,u] / sqrt(deg_in(j) deg_out(u))`` (Kipf's symmetric normalisation on
     a full graph); ``norm='right'``: ``Â[j,u] / deg_in(j)``; ``norm='none'``: ``Â[j,u]``.
-    Weights use Glorot-uniform initialisation, the bias starts at zero.
+    ``diag_lambda`` (``norm='right'`` only): Cluster-GCN's diagonal enhancement, the
+    self-loop weighs ``(1 + λ) / deg_in(j)`` (module docstring). ``norm`` and
+    ``diag_lambda`` are plain attributes (no parameters): a system may set them on a built
+    model (Cluster-GCN does). Weights use Glorot-uniform initialisation, the bias starts at
+    zero.
     """
 
     NORMS = ("both", "right", "none")
 
-    def __init__(self, in_dim: int, out_dim: int, bias: bool = True, norm: str = "both") -> None:
+    def __init__(self, in_dim: int, out_dim: int, bias: bool = True, norm: str = "both",
+                 diag_lambda: float = 0.0) -> None:
         super().__init__()
         if norm not in self.NORMS:
             raise ValueError(f"GCNConv norm must be one of {self.NORMS}, got {norm!r}")
         self.in_dim, self.out_dim, self.norm = in_dim, out_dim, norm
+        self.diag_lambda = float(diag_lambda)
+        self._check_diag()
         self.weight = nn.Parameter(torch.empty(in_dim, out_dim))
         self.bias = nn.Parameter(torch.empty(out_dim)) if bias else None
         self.reset_parameters()
@@ -159,13 +171,24 @@ class GCNConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    def _check_diag(self) -> None:
+        if self.diag_lambda and self.norm != "right":
+            raise ValueError(f"GCNConv diag_lambda (Cluster-GCN's diagonal enhancement) needs "
+                             f"norm='right', got norm={self.norm!r}")
+
     def edge_weights(self, block: Block, src: Tensor, dst: Tensor, dtype: torch.dtype) -> Tensor:
-        """Normalisation coefficient of every edge (``src``/``dst`` include the self-loops)."""
+        """Normalisation coefficient of every edge (``src``/``dst`` include the self-loops,
+        the last ``block.num_dst`` edges, as :func:`block_edges` appends them)."""
+        self._check_diag()
         if self.norm == "none":
             return torch.ones(src.shape[0], dtype=dtype, device=src.device)
         deg_in = (block.in_degrees() + 1).to(dtype)
         if self.norm == "right":
-            return deg_in.reciprocal().index_select(0, dst)
+            weights = deg_in.reciprocal().index_select(0, dst)
+            if self.diag_lambda:
+                loops = weights.shape[0] - block.num_dst
+                weights = torch.cat([weights[:loops], weights[loops:] * (1 + self.diag_lambda)])
+            return weights
         deg_out = torch.bincount(src, minlength=block.num_src).to(dtype)
         return (deg_in.rsqrt().index_select(0, dst)
                 * deg_out.clamp(min=1).rsqrt().index_select(0, src))
@@ -184,7 +207,8 @@ class GCNConv(nn.Module):
         return out
 
     def extra_repr(self) -> str:
-        return f"{self.in_dim}, {self.out_dim}, norm={self.norm}"
+        diag = f", diag_lambda={self.diag_lambda:g}" if self.diag_lambda else ""
+        return f"{self.in_dim}, {self.out_dim}, norm={self.norm}{diag}"
 
 
 class GATConv(nn.Module):
