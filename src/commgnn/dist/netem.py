@@ -45,8 +45,10 @@ and compute and communication keep the target's proportions; reported times divi
 
 Traffic classes (``traffic=`` on every charge): :data:`FETCH` (feature-fetch RPCs, the DGL
 RPC port of the paper), :data:`SAMPLING` (remote neighbour lists), :data:`ALLREDUCE`
-(gradient sync), :data:`MIGRATION` (model or activation migration), :data:`SHUFFLE`
-(repartition shuffles), :data:`OTHER`.
+(gradient and parameter sync), :data:`MIGRATION` (model migration), :data:`SHUFFLE`
+(repartition shuffles), :data:`GRAPH` (computation graphs pushed to other workers),
+:data:`ACTIVATION` and :data:`ACTIVATION_GRAD` (model-parallel activations and their
+gradients: P3's first layer), :data:`OTHER`.
 
 Time: ``t`` for time-based schedules is the emulator's elapsed target seconds since
 construction or :meth:`NetworkEmulator.reset_clock`.
@@ -70,9 +72,12 @@ from commgnn.dist.congestion import (
 from commgnn.dist.nic import NicClocks, transfer
 
 __all__ = [
+    "ACTIVATION",
+    "ACTIVATION_GRAD",
     "ALLREDUCE",
     "DEFAULT_SPIN_S",
     "FETCH",
+    "GRAPH",
     "MIGRATION",
     "NETWORK_PRESETS",
     "OTHER",
@@ -93,6 +98,9 @@ SAMPLING = "sampling"
 ALLREDUCE = "allreduce"
 MIGRATION = "migration"
 SHUFFLE = "shuffle"
+GRAPH = "graph"
+ACTIVATION = "activation"
+ACTIVATION_GRAD = "activation_grad"
 OTHER = "other"
 
 #: Busy-wait tail of each charge (seconds): sleep until ``deadline - DEFAULT_SPIN_S``, then

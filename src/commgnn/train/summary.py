@@ -21,7 +21,16 @@ import pandas as pd
 import torch
 
 from commgnn.dist.congestion import congestion_from_spec
-from commgnn.dist.netem import ALLREDUCE, FETCH, MIGRATION, SAMPLING, SHUFFLE
+from commgnn.dist.netem import (
+    ACTIVATION,
+    ACTIVATION_GRAD,
+    ALLREDUCE,
+    FETCH,
+    GRAPH,
+    MIGRATION,
+    SAMPLING,
+    SHUFFLE,
+)
 from commgnn.energy.target import TargetPowerModel
 from commgnn.files import write_csv
 from commgnn.systems.base import System, reduce_values
@@ -29,11 +38,19 @@ from commgnn.train.spec import RunSpec
 
 #: Traffic classes whose modelled link seconds and bytes each epoch record carries
 #: (``network_<class>_s``, ``network_<class>_bytes``; every thread, steps and outside).
-NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE, SHUFFLE, MIGRATION)
+NETWORK_CLASSES = (FETCH, SAMPLING, ALLREDUCE, SHUFFLE, MIGRATION, GRAPH, ACTIVATION,
+                   ACTIVATION_GRAD)
+#: Bytes per step by kind (``<kind>_bytes_per_step`` in the summary: the class's bytes on
+#: the links, every thread, over every worker's steps): what each system sends instead of
+#: features — computation graphs, activations and their gradients, models, gradients.
+STEP_BYTE_KINDS = {"features": FETCH, "sampling": SAMPLING, "graph": GRAPH,
+                   "activations": ACTIVATION, "activation_grads": ACTIVATION_GRAD,
+                   "gradients": ALLREDUCE, "migration": MIGRATION, "shuffle": SHUFFLE}
 SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
           "local_rows", "energy_j", "steps", "sampling_rpcs", "sampling_rows", "sampling_bytes",
           "allreduce_bytes", "allreduce_messages", "network_fetch_s", "network_sampling_s",
           "network_allreduce_s", "fetch_wait_s", "network_shuffle_s", "network_migration_s",
+          "network_graph_s", "network_activation_s", "network_activation_grad_s",
           *(f"network_{c}_bytes" for c in NETWORK_CLASSES), "energy_target_j",
           "energy_target_gpu_j", "energy_target_cpu_j")
 #: Cumulative values every epoch row carries: key → the per-epoch value it accumulates.
@@ -59,6 +76,7 @@ COMMON_KEYS = (
     "extra_remote_bytes_per_epoch", "cache_hits_per_epoch", "cache_misses_per_epoch",
     "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
     "allreduce_bytes_per_epoch", "shuffle_bytes_per_epoch", "migration_bytes_per_epoch",
+    *(f"{kind}_bytes_per_step" for kind in STEP_BYTE_KINDS),
     "test_acc", "val_acc",
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "peak_rss_bytes",
     "batch_feature_bytes_max", "steps_per_epoch",
@@ -218,6 +236,8 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "shuffle_bytes_per_epoch": mean(e.get("network_shuffle_bytes", 0) for e in epochs),
         "migration_bytes_per_epoch": mean(e.get("network_migration_bytes", 0)
                                           for e in epochs),
+        **{f"{kind}_bytes_per_step": sum(e.get(f"network_{traffic}_bytes", 0) for e in epochs)
+           / worker_steps for kind, traffic in STEP_BYTE_KINDS.items()},
         "cache_hits_per_epoch": per_epoch["cache_hits"],
         "cache_misses_per_epoch": per_epoch["cache_misses"],
         "test_acc": last_eval[-1]["test_acc"] if last_eval else math.nan,
