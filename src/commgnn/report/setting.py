@@ -12,6 +12,7 @@ REAL_DATASETS = {
     "reddit-like": ("Reddit", 232_965),
     "products-like": ("ogbn-products", 2_449_029),
     "papers100m-like": ("ogbn-papers100M", 111_059_956),
+    "uk-like": ("UK (uk-2006-05)", 1_000_000),
 }
 
 

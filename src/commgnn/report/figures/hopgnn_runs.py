@@ -55,11 +55,24 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     return runs
 
 
-def against_baseline(runs: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per cell and variant: ``column`` over the same seed's DGL run (``ratio``) and its
-    inverse (``inverse``: e.g. a speedup), means and spreads over seeds, and the values."""
-    base = runs[runs["variant"] == BASELINE].set_index([*HOP_CELL, "seed"])[column]
+def with_baseline(runs: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``runs`` with ``baseline``: ``column`` of the same seed's DGL run on the same
+    partitioning, else — for a system placed on a partitioning DGL did not run (P3 on a
+    random one) — of the same cell's DGL run when DGL ran on one partitioning only."""
+    dgl = runs[runs["variant"] == BASELINE]
+    base = dgl.set_index([*HOP_CELL, "seed"])[column]
     rows = runs.join(base.rename("baseline"), on=[*HOP_CELL, "seed"])
+    single = dgl.groupby(CELL)["partitioning"].transform("nunique") == 1
+    other = dgl[single].set_index([*CELL, "seed"])[column]
+    fallback = runs.join(other.rename("other"), on=[*CELL, "seed"])["other"]
+    return rows.assign(baseline=rows["baseline"].fillna(fallback))
+
+
+def against_baseline(runs: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per cell and variant: ``column`` over the same seed's DGL run (``ratio``,
+    :func:`with_baseline`) and its inverse (``inverse``: e.g. a speedup), means and spreads
+    over seeds, and the values."""
+    rows = with_baseline(runs, column)
     rows["ratio"] = rows[column] / rows["baseline"]
     rows["inverse"] = 1 / rows["ratio"]
     return rows.dropna(subset=["ratio"]).groupby([*HOP_CELL, "variant"]).agg(
