@@ -4,11 +4,12 @@
 more parts than its datasets have nodes, fewer chunks than parts, split fractions past 1,
 evaluation fan-outs of another depth than the model, network links or congested machines
 that do not exist, RPC timeouts shorter than one emulated round trip, references to
-undefined names …); :func:`host_problems` what depends on the machine the workers will
-run on (the results directory, a dataset path, the network interface and master address,
-a free master port, a CUDA device). Each problem is one line ``<key path>: <value>: what is
-wrong``; :func:`check_config` raises one :class:`~commgnn.errors.ConfigError` (or
-:class:`~commgnn.errors.HostError`) listing all of them.
+undefined names, named models that cannot be built …); :func:`host_problems` what
+depends on the machine the workers will run on (the results directory, a dataset path,
+the network interface and master address, a free master port, a CUDA device). Each
+problem is one line ``<key path>: <value>: what is wrong``; :func:`check_config` raises
+one :class:`~commgnn.errors.ConfigError` (or :class:`~commgnn.errors.HostError`) listing
+all of them.
 
 ``commgnn validate`` runs both. The workflow runs the cross-field checks and
 :func:`path_problems` before it builds its DAG, and :func:`training_host_problems` just
@@ -53,7 +54,7 @@ def config_problems(config: dict) -> list[str]:
     """Every constraint between fields of a schema-valid config, one line per problem."""
     problems: list[str] = []
     for check in (_dataset_problems, _partitioning_problems, _training_node_problems,
-                  _reference_problems, _depth_problems, _network_problems,
+                  _reference_problems, _model_problems, _depth_problems, _network_problems,
                   _timeout_problems):
         problems += check(config)
     return problems
@@ -164,6 +165,81 @@ def _reference_problems(config: dict) -> list[str]:
         except ValueError as exc:
             problems.append(f"control.network: {exc}")
     return problems
+
+
+def _model_problems(config: dict) -> list[str]:
+    """Named models (``models.<name>``) that cannot be built, and experiment models that
+    are neither built-ins nor named."""
+    from commgnn.models.gnn import MODEL_NAMES
+    from commgnn.train.spec import split_model
+
+    named = config.get("models") or {}
+    problems = []
+    for name, entry in named.items():
+        problems += named_model_problems(name, entry)
+    for index, experiment in _experiment_items(config):
+        for model in experiment["models"]:
+            base = split_model(model)[0]
+            if base not in named and base not in MODEL_NAMES:
+                problems.append(f"experiments[{index}].models: {model!r}: {base!r} is "
+                                f"neither a built-in model ({', '.join(MODEL_NAMES)}) nor "
+                                "in 'models'")
+    return problems
+
+
+def named_model_problems(name: str, entry: dict) -> list[str]:
+    """A ``models.<name>`` entry's problems, one line each naming its key: a name taken by
+    a built-in, not exactly one of ``model``/``conv``, an unknown built-in, a ``conv`` that
+    is not a ``torch_geometric.nn`` convolution or does not take bipartite input, ``args``
+    its class rejects. ``conv`` and ``args`` are checked for real: the layer (or the
+    built-in model) is constructed with small sizes and run on a tiny bipartite block."""
+    from commgnn.models.gnn import _ALIASES, MODEL_NAMES
+
+    where = f"models.{name}"
+    if name in _ALIASES:
+        return [f"{where}: {name!r} is a built-in model; a named model needs another name"]
+    if ("model" in entry) == ("conv" in entry):
+        return [f"{where}: needs exactly one of 'model' (a built-in: "
+                f"{', '.join(MODEL_NAMES)}) and 'conv' (a torch_geometric.nn convolution)"]
+    if "conv" in entry:
+        from commgnn.models.pyg import conv_problem
+
+        found = conv_problem(entry["conv"], entry.get("args"))
+        return [f"{where}.{found[0]}: {found[1]}"] if found else []
+    builtin = entry["model"]
+    if builtin not in MODEL_NAMES:
+        return [f"{where}.model: {builtin!r} is not a built-in model "
+                f"({', '.join(MODEL_NAMES)})"]
+    if entry.get("args"):
+        message = _builtin_args_problem(builtin, entry["args"])
+        if message:
+            return [f"{where}.args: {message}"]
+    return []
+
+
+def _builtin_args_problem(builtin: str, args: dict) -> str | None:
+    """Why the built-in ``builtin`` cannot be built with ``args`` and run on two tiny
+    blocks, or None."""
+    import torch
+
+    from commgnn.models.gnn import build_model
+    from commgnn.sampling.block import Block
+
+    blocks = [Block(num_src=4, num_dst=3, indptr=torch.tensor([0, 2, 3, 4]),
+                    indices=torch.tensor([1, 3, 0, 2])),
+              Block(num_src=3, num_dst=2, indptr=torch.tensor([0, 1, 3]),
+                    indices=torch.tensor([2, 0, 2]))]
+    x = torch.linspace(-1.0, 1.0, 4 * 6).reshape(4, 6)
+    try:
+        with torch.random.fork_rng(devices=[]):  # validating leaves the RNG as it was
+            model = build_model(builtin, 6, 4, 3, num_layers=2, dropout=0.0, heads=2, **args)
+            model.eval()
+            with torch.no_grad():
+                model(blocks, x)
+    except Exception as exc:  # the config's problem, whatever the model raises
+        text = " ".join(str(exc).split()) or "(no message)"
+        return f"{builtin} with args {args} fails: {type(exc).__name__}: {text}"
+    return None
 
 
 def _model_depths(config: dict) -> dict[str, int]:

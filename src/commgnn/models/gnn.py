@@ -1,4 +1,5 @@
-"""Multi-layer GNNs over a list of blocks: :class:`GraphSAGE`, :class:`GCN`, :class:`GAT`.
+"""Multi-layer GNNs over a list of blocks: :class:`GraphSAGE`, :class:`GCN`, :class:`GAT`, and
+(on PyTorch Geometric's layers, :mod:`commgnn.models.pyg`) ``deepgcn``, ``film`` and ``conv``.
 
 ``model(blocks, x)``: ``x`` holds the features of ``blocks[0]``'s sources, layer ``l`` runs on
 ``blocks[l]`` and the result has one row per ``blocks[-1]`` destination. For full-graph
@@ -20,7 +21,7 @@ from torch import Tensor, nn
 from commgnn.models.layers import GATConv, GCNConv, SAGEConv
 from commgnn.sampling.block import Block
 
-__all__ = ["GAT", "GCN", "MODEL_NAMES", "BlockGNN", "GraphSAGE", "build_model"]
+__all__ = ["GAT", "GCN", "MODEL_NAMES", "PYG_MODELS", "BlockGNN", "GraphSAGE", "build_model"]
 
 
 class BlockGNN(nn.Module):
@@ -107,15 +108,24 @@ class GAT(BlockGNN):
         super().__init__(layers, dropout, input_dropout, F.elu)
 
 
-MODEL_NAMES = ("sage", "gcn", "gat")
-_ALIASES = {"sage": "sage", "graphsage": "sage", "gcn": "gcn", "gat": "gat"}
+#: The built-in models a config may name (``conv``, a stack of any PyG convolution, is
+#: reached through a named model's ``conv:``, see :func:`build_model`).
+MODEL_NAMES = ("sage", "gcn", "gat", "deepgcn", "film")
+_ALIASES = {"sage": "sage", "graphsage": "sage", "gcn": "gcn", "gat": "gat",
+            "deepgcn": "deepgcn", "film": "film", "conv": "conv"}
+#: Models built on torch_geometric (imported only when one of them is built).
+PYG_MODELS = ("deepgcn", "film", "conv")
 
 
 def build_model(name: str, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2,
-                dropout: float = 0.5, heads: int = 8, **kwargs) -> BlockGNN:
-    """Build a model by name: ``'sage'`` (alias ``'graphsage'``), ``'gcn'`` or ``'gat'``
-    (case-insensitive). ``heads`` is used by GAT only; further keyword arguments go to the
-    model class (e.g. ``input_dropout``, GCN's ``norm``, GAT's ``out_heads``/``attn_dropout``).
+                dropout: float = 0.5, heads: int = 8, **kwargs) -> nn.Module:
+    """Build a model by name (case-insensitive): ``'sage'`` (alias ``'graphsage'``),
+    ``'gcn'``, ``'gat'``, ``'deepgcn'`` (:class:`~commgnn.models.pyg.DeepGCN`), ``'film'``
+    (:class:`~commgnn.models.pyg.FiLM`) or ``'conv'`` (:class:`~commgnn.models.pyg.ConvGNN`:
+    ``conv=`` a ``torch_geometric.nn`` class name, ``args=`` its keyword arguments).
+    ``heads`` is used by GAT only; further keyword arguments go to the model class (e.g.
+    ``input_dropout``, GCN's ``norm``, GAT's ``out_heads``/``attn_dropout``). Every model is
+    called ``model(blocks, x)`` and has ``num_layers`` and ``reset_parameters()``.
     """
     key = _ALIASES.get(str(name).lower())
     if key is None:
@@ -124,4 +134,9 @@ def build_model(name: str, in_dim: int, hidden_dim: int, out_dim: int, num_layer
         return GraphSAGE(in_dim, hidden_dim, out_dim, num_layers, dropout, **kwargs)
     if key == "gcn":
         return GCN(in_dim, hidden_dim, out_dim, num_layers, dropout, **kwargs)
-    return GAT(in_dim, hidden_dim, out_dim, num_layers, dropout, heads=heads, **kwargs)
+    if key == "gat":
+        return GAT(in_dim, hidden_dim, out_dim, num_layers, dropout, heads=heads, **kwargs)
+    from commgnn.models import pyg
+
+    cls = {"deepgcn": pyg.DeepGCN, "film": pyg.FiLM, "conv": pyg.ConvGNN}[key]
+    return cls(in_dim, hidden_dim, out_dim, num_layers, dropout, heads=heads, **kwargs)

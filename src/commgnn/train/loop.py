@@ -427,7 +427,8 @@ def _fresh_model(spec: RunSpec, dataset, device: torch.device):
     torch.manual_seed(derive_seed(spec.seed, "init") % 2**63)
     model = build_model(spec.architecture, dataset.feature_dim, spec.get("hidden"),
                         dataset.num_classes, num_layers=len(spec.get("fanouts")),
-                        dropout=spec.get("dropout"), heads=spec.get("heads")).to(device)
+                        dropout=spec.get("dropout"), heads=spec.get("heads"),
+                        **spec.model_kwargs()).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=spec.get("lr"),
                                  weight_decay=spec.get("weight_decay"))
     return model, optimizer

@@ -43,6 +43,9 @@ EXPERIMENT_DEFAULTS: dict = {
 }
 
 
+#: The training settings a named model (``models.<name>``) may override.
+MODEL_OVERRIDES = ("hidden", "heads", "dropout")
+
 #: The summary keys a run id is made of, in :func:`run_id`'s order.
 RUN_KEYS = ("system", "dataset", "partitioning", "model", "batch_size", "network", "seed")
 
@@ -68,6 +71,11 @@ class RunSpec:
     workers: int
     training: dict = field(default_factory=lambda: dict(TRAINING_DEFAULTS))
     system_options: dict = field(default_factory=dict)
+    #: The ``models.<name>`` entry the model names (empty for a built-in): ``model`` (a
+    #: built-in) or ``conv`` (a torch_geometric.nn class), ``args``, and the overrides
+    #: already merged into ``training``. Empty, it is left out of the JSON and the
+    #: resume key, so specs and checkpoints from before named models are unchanged.
+    model_options: dict = field(default_factory=dict)
 
     @property
     def base_system(self) -> str:
@@ -76,8 +84,20 @@ class RunSpec:
 
     @property
     def architecture(self) -> str:
-        """The model's architecture: ``model`` without a depth suffix (``sage-3`` → ``sage``)."""
-        return split_model(self.model)[0]
+        """The model's architecture, what :func:`~commgnn.models.gnn.build_model` builds:
+        ``model`` without a depth suffix (``sage-3`` → ``sage``), or for a named model its
+        built-in (``model``) or ``"conv"`` (a stack of its PyG ``conv``)."""
+        if "conv" in self.model_options:
+            return "conv"
+        return self.model_options.get("model", split_model(self.model)[0])
+
+    def model_kwargs(self) -> dict:
+        """Keyword arguments of :func:`~commgnn.models.gnn.build_model` beyond the training
+        settings: a named conv's ``conv`` and ``args``, a named built-in's ``args``."""
+        args = dict(self.model_options.get("args") or {})
+        if "conv" in self.model_options:
+            return {"conv": self.model_options["conv"], "args": args}
+        return args
 
     @property
     def run_id(self) -> str:
@@ -92,12 +112,18 @@ class RunSpec:
     def resume_key(self) -> str:
         """Identity of the run for checkpoints: everything but the epoch count, so a run can
         be extended, while a changed setting never resumes from a stale checkpoint."""
-        data = asdict(self)
+        data = self._record()
         data["training"] = {k: v for k, v in data["training"].items() if k != "epochs"}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
+    def _record(self) -> dict:
+        data = asdict(self)
+        if not data["model_options"]:
+            del data["model_options"]
+        return data
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(self._record(), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RunSpec:
@@ -110,16 +136,39 @@ class RunSpec:
 
 
 def split_model(name: str) -> tuple[str, int | None]:
-    """``"sage-3"`` → ``("sage", 3)``; ``"sage"`` → ``("sage", None)``."""
+    """``"sage-3"`` → ``("sage", 3)``; ``"sage"`` → ``("sage", None)``; a named model's name
+    is split the same way (``"sage_h16-3"`` → ``("sage_h16", 3)``)."""
     architecture, _, depth = name.partition("-")
     return architecture, int(depth) if depth else None
 
 
-def model_training(training: dict, model: str, where: str) -> dict:
-    """``training`` for ``model``: a depth suffix takes its fan-outs from ``depth_fanouts``
-    (ConfigError naming ``where`` when they are missing)."""
+def model_options(config: dict, model: str, where: str) -> dict:
+    """The ``models`` entry ``model`` (depth suffix aside) names, ``{}`` for a built-in;
+    ConfigError naming ``where`` when it is neither."""
+    from commgnn.config import ConfigError
+    from commgnn.models.gnn import MODEL_NAMES
+
+    base = split_model(model)[0]
+    named = config.get("models") or {}
+    if base in named:
+        return dict(named[base])
+    if base in MODEL_NAMES:
+        return {}
+    raise ConfigError(f"{where}: {model!r}: {base!r} is neither a built-in model "
+                      f"({', '.join(MODEL_NAMES)}) nor in 'models'")
+
+
+def model_training(training: dict, model: str, where: str,
+                   options: dict | None = None) -> dict:
+    """``training`` for ``model``: a named model's overrides (``options``, its ``models``
+    entry: ``hidden``, ``heads``, ``dropout``) replace the shared settings, and a depth
+    suffix takes its fan-outs from ``depth_fanouts`` (ConfigError naming ``where`` when they
+    are missing)."""
     from commgnn.config import ConfigError
 
+    overrides = {k: options[k] for k in MODEL_OVERRIDES if k in (options or {})}
+    if overrides:
+        training = {**training, **overrides}
     _, depth = split_model(model)
     if depth is None or depth == len(training["fanouts"]):
         return training
@@ -180,13 +229,14 @@ def expand_experiments(config: dict) -> list[RunSpec]:
                 network = network_spec(config, net)
             except ValueError as exc:
                 raise ConfigError(f"experiments[{index}].networks: {exc}") from None
+            where = f"experiments[{index}].models"
+            named = model_options(config, model, where)
             spec = RunSpec(
                 system=system, dataset=dataset, partitioning=part, model=model,
                 batch_size=int(batch), network=net, network_spec=network,
                 seed=int(seed), workers=int(config["partitionings"][part]["parts"]),
-                training=model_training(cell_training, model,
-                                        f"experiments[{index}].models"),
-                system_options=options,
+                training=model_training(cell_training, model, where, named),
+                system_options=options, model_options=named,
             )
             first = runs.setdefault(spec.run_id, spec)
             if first != spec:
