@@ -47,15 +47,26 @@ epoch; :meth:`P3System.end_epoch` gathers every worker's columns so that evaluat
 checkpoint see the whole model (charged as ``allreduce`` traffic, outside the steps), and
 each worker checkpoints the Adam moments of its own columns (exact resume).
 
-Not modelled: P3's pipelining (several mini-batches in flight with bounded staleness); the
-evaluation reads whole feature rows through the row store (``System.fetch``), outside the
-step counts.
+Pipelining (``pipeline: k``, P3 §4.3's bounded staleness): step ``i`` first starts the
+first layer of batch ``i + k`` — partials computed with the current weights, sent to the
+owners, their link time charged on a background thread so it overlaps steps ``i..i+k−1``
+— then finishes batch ``i``, whose partials were computed ``k`` updates ago: the layer-1
+weight slices get gradients of ``k``-stale weights (the step records carry
+``layer1_staleness``; the other layers are never stale). The pipeline fills and drains
+within each epoch (the first ``k`` batches start with step 0, the last steps start none),
+so every count equals ``pipeline: 0``'s; the computation-graph push and the gradient
+return stay on the step's critical path. ``k = 0`` is the exact, unpipelined schedule.
+
+The evaluation reads whole feature rows through the row store (``System.fetch``), outside
+the step counts.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -239,11 +250,41 @@ class P3Batch(PreparedBatch):
     graphs: list[Block] = field(default_factory=list)
     columns: list[Tensor] = field(default_factory=list)
     graph_bytes: int = 0
+    ahead: list[P3Batch] = field(default_factory=list)  # batches to start with this step
+
+
+@dataclass
+class _Flight:
+    """A batch whose first layer has started: this worker's partials (autograd graphs to
+    its weight slices), the partials of its own batch received, and their link time."""
+
+    batch: P3Batch
+    partials: list[list[Tensor]]
+    incoming: list[Tensor]
+    nbytes: int  # activation bytes received here
+    updates: int  # optimiser steps taken when it started
+    charging: Future | None = None
+
+    def wait(self) -> list[Tensor]:
+        if self.charging is not None:
+            self.charging.result()
+        return self.incoming
+
+    def staleness(self, updates: int) -> int:
+        """Optimiser steps between this batch's first layer and its update."""
+        return updates - self.updates
 
 
 class P3System(DefaultSystem):
     name = "p3"
     wants_ddp = False
+    options = {
+        "pipeline": {"type": "integer", "minimum": 0, "maximum": 8, "default": 0,
+                     "description": "P3's pipelining: the first layer of the batch this "
+                                    "many steps ahead starts with each step (its activation "
+                                    "transfer overlaps the steps in between), on layer-1 "
+                                    "weights that many updates stale; 0: none, exact"},
+    }
     reductions = {
         "model_gather_bytes": "sum",  # split weights gathered at the end of each epoch
     }
@@ -266,25 +307,45 @@ class P3System(DefaultSystem):
         self.sliced = self.split.sliced(model)
         split_ids = {id(w) for w, _ in self.sliced}
         self.dense = [p for p in model.parameters() if id(p) not in split_ids]
-        self._gathered = 0
+        self._in_flight: deque[_Flight] = deque()
+        self._updates = 0
+        self._charger = ThreadPoolExecutor(max_workers=1, thread_name_prefix="p3-link")
 
     # -- preparation: sample, push the computation graph ---------------------------------
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
+        """The epoch's steps; with ``pipeline: k`` each step also carries the batches whose
+        first layer starts before it (``ahead``: batches ``0..k`` with the first step, then
+        ``i + k`` with step ``i``), prepared — sampled, graphs pushed — in step order."""
+        depth = self.options["pipeline"]
+        seeds = self.epoch_seeds(epoch)
+        prepared = (self._prepare(epoch, step, s) for step, s in enumerate(seeds))
+        window: deque[P3Batch] = deque()
+        for step in range(len(seeds)):
+            while len(window) <= depth and (nxt := next(prepared, None)) is not None:
+                window.append(nxt)
+            current = window.popleft()
+            if step == 0:
+                current.ahead = [current, *window]
+            elif depth == 0:
+                current.ahead = [current]
+            elif len(window) == depth:  # batch step + depth was just prepared
+                current.ahead = [window[-1]]
+            yield current
+
+    def _prepare(self, epoch: int, step: int, seeds: np.ndarray) -> P3Batch:
         ctx = self.ctx
-        for step, seeds in enumerate(self.epoch_seeds(epoch)):
-            t0 = time.perf_counter()
-            batch, sampling = self.sample(epoch, step, seeds)
-            t1 = time.perf_counter()
-            graphs, nodes, graph_bytes = self._exchange_graphs(batch.input_nodes,
-                                                               batch.blocks[0])
-            columns = [self.columns.index_select(0, n.to(self.columns.device)) for n in nodes]
-            t2 = time.perf_counter()
-            counts = FetchCounts(local_rows=int(batch.input_nodes.numel()))
-            yield P3Batch(step=step, batch=batch.to(ctx.device), features=torch.cat(columns),
-                          labels=ctx.labels_of(batch.seeds), sample_s=t1 - t0,
-                          fetch_wait_s=t2 - t1, counts=counts, sampling=sampling,
-                          graphs=[g.to(ctx.device) for g in graphs], columns=columns,
-                          graph_bytes=graph_bytes)
+        t0 = time.perf_counter()
+        batch, sampling = self.sample(epoch, step, seeds)
+        t1 = time.perf_counter()
+        graphs, nodes, graph_bytes = self._exchange_graphs(batch.input_nodes, batch.blocks[0])
+        columns = [self.columns.index_select(0, n.to(self.columns.device)) for n in nodes]
+        t2 = time.perf_counter()
+        counts = FetchCounts(local_rows=int(batch.input_nodes.numel()))
+        return P3Batch(step=step, batch=batch.to(ctx.device), features=torch.cat(columns),
+                       labels=ctx.labels_of(batch.seeds), sample_s=t1 - t0,
+                       fetch_wait_s=t2 - t1, counts=counts, sampling=sampling,
+                       graphs=[g.to(ctx.device) for g in graphs], columns=columns,
+                       graph_bytes=graph_bytes)
 
     def _exchange_graphs(self, input_nodes: Tensor, block: Block
                          ) -> tuple[list[Block], list[Tensor], int]:
@@ -311,50 +372,71 @@ class P3System(DefaultSystem):
 
     # -- the step ------------------------------------------------------------------------
     def train_step(self, prepared: PreparedBatch) -> StepOutput:
+        """Start the first layer of the batches ``prepared.ahead`` names, then finish this
+        step's batch (started now, or ``pipeline`` steps ago with the weights of then)."""
         assert isinstance(prepared, P3Batch)
         ctx, model = self.ctx, self.model
         me, world = ctx.rank, ctx.world_size
-        lo, hi = self.ranges[me]
-        self.optimizer.zero_grad(set_to_none=True)
-        # 2. partial first layers of every worker's batch from this worker's columns
-        partials = [self.split.partial(model, graph, model_input(model, x), lo, hi)
-                    for graph, x in zip(prepared.graphs, prepared.columns, strict=True)]
-        received, act_bytes = self._exchange(
-            [_flat(p).detach() for p in partials], _flat(partials[me]).detach())
-        summed_flat = torch.zeros_like(_flat(partials[me]))
+        for batch in prepared.ahead:
+            self._in_flight.append(self._start(batch))
+        flight = self._in_flight.popleft()
+        if flight.batch is not prepared:
+            raise RuntimeError(f"p3: step {prepared.step} found batch {flight.batch.step} "
+                               "in flight")
+        received = flight.wait()
+        summed_flat = torch.zeros_like(received[me])
         for j in range(world):  # worker order: the same sum on every run
             summed_flat += received[j]
         # 3. the owner: finish layer 1, layers 2..L, loss, backward
+        self.optimizer.zero_grad(set_to_none=True)
         summed_flat.requires_grad_(True)
-        summed = _unflat(summed_flat, partials[me])
+        summed = _unflat(summed_flat, flight.partials[me])
         blocks = [prepared.graphs[me], *prepared.batch.blocks[1:]]
         logits = self.split.forward(model, blocks, summed)
         loss = F.cross_entropy(logits, prepared.labels)
         loss.backward()
-        grads, grad_bytes = self._exchange_grads(summed_flat.grad, partials)
+        grads, grad_bytes = self._exchange_grads(summed_flat.grad, flight.partials)
         # 4. this worker's weight slices: every batch's gradient through its own partials
-        torch.autograd.backward([_flat(p) for p in partials], [g / world for g in grads])
+        torch.autograd.backward([_flat(p) for p in flight.partials],
+                                [g / world for g in grads])
         self._synchronise_dense()
+        staleness = flight.staleness(self._updates)
         self.optimizer.step()
+        self._updates += 1
         correct = int((logits.argmax(dim=1) == prepared.labels).sum())
         return StepOutput(loss=float(loss.detach()), correct=correct,
                           seen=int(prepared.labels.shape[0]),
                           extra={"graph_bytes": prepared.graph_bytes,
-                                 "activation_bytes": act_bytes,
-                                 "activation_grad_bytes": grad_bytes})
+                                 "activation_bytes": flight.nbytes,
+                                 "activation_grad_bytes": grad_bytes,
+                                 "layer1_staleness": staleness})
 
-    def _exchange(self, outgoing: list[Tensor], own: Tensor) -> tuple[list[Tensor], int]:
-        """Send partial ``outgoing[w]`` to each owner ``w``; receive every worker's partial
-        of this worker's batch (``own``'s shape), charged as ``activation`` traffic."""
-        me, world = self.ctx.rank, self.ctx.world_size
+    def _start(self, batch: P3Batch) -> _Flight:
+        """2. The partial first layers of every worker's ``batch`` from this worker's
+        columns, sent to their owners; the owners' partials of this worker's batch arrive
+        here (the data at once, their link time on a background thread when pipelined, so
+        it overlaps the steps in between)."""
+        model, me, world = self.model, self.ctx.rank, self.ctx.world_size
+        lo, hi = self.ranges[me]
+        partials = [self.split.partial(model, graph, model_input(model, x), lo, hi)
+                    for graph, x in zip(batch.graphs, batch.columns, strict=True)]
+        own = _flat(partials[me]).detach()
         incoming = [own if j == me else torch.empty_like(own) for j in range(world)]
-        self._point_to_point({w: outgoing[w] for w in range(world) if w != me},
+        self._point_to_point({w: _flat(partials[w]).detach() for w in range(world) if w != me},
                              {j: incoming[j] for j in range(world) if j != me})
         nbytes = own.numel() * own.element_size()
-        for j in range(world):
+        flight = _Flight(batch, partials, incoming, nbytes * (world - 1), self._updates)
+        if self.options["pipeline"]:
+            flight.charging = self._charger.submit(self._charge_activations, nbytes)
+        else:
+            self._charge_activations(nbytes)
+        return flight
+
+    def _charge_activations(self, nbytes: int) -> None:
+        me = self.ctx.rank
+        for j in range(self.ctx.world_size):
             if j != me:
                 self.ctx.emulator.charge(j, me, nbytes, traffic=ACTIVATION)
-        return incoming, nbytes * (world - 1)
 
     def _exchange_grads(self, grad: Tensor, partials: list[list[Tensor]]
                         ) -> tuple[list[Tensor], int]:
@@ -400,6 +482,8 @@ class P3System(DefaultSystem):
         """Gather every worker's columns of the split weights (evaluation and the
         checkpoint need the whole model), charged as ``allreduce`` traffic."""
         ctx = self.ctx
+        if self._in_flight:  # the pipeline drains within the epoch
+            raise RuntimeError(f"p3: {len(self._in_flight)} batches still in flight")
         received = 0
         with torch.no_grad():
             for weight, dim in self.sliced:
@@ -436,6 +520,9 @@ class P3System(DefaultSystem):
             target = self.optimizer.state.get(weight, {})
             for key, value in moments.items():
                 slice_of(target[key], dim, lo, hi).copy_(value)
+
+    def close(self) -> None:
+        self._charger.shutdown(wait=True)
 
 
 def model_input(model: nn.Module, x: Tensor) -> Tensor:
