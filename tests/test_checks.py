@@ -122,6 +122,35 @@ CROSS_FIELD = {
     "undefined dataset": (
         lambda c: c["experiments"][0].update(datasets=["nope"]),
         "experiments[0].datasets: ['nope'] not defined in 'datasets'"),
+    "unknown PyG class": (
+        lambda c: c.update(models={"gatv2": {"conv": "GATv3Conv"}}),
+        "models.gatv2.conv: 'GATv3Conv' is not a torch_geometric.nn convolution"),
+    "PyG conv without bipartite input": (
+        lambda c: c.update(models={"g": {"conv": "GCNConv", "hidden": 16}}),
+        "models.g.conv: 'GCNConv' does not accept bipartite input (in_channels=(6, 6): "
+        "TypeError: "),
+    "PyG conv rejecting its args": (
+        lambda c: c.update(models={"g": {"conv": "GATv2Conv", "args": {"headz": 2}}}),
+        "models.g.args: GATv2Conv(in_channels=(6, 6), out_channels=3, **{'headz': 2}) "
+        "fails: TypeError: "),
+    "unknown built-in": (
+        lambda c: c.update(models={"m": {"model": "gin"}}),
+        "models.m.model: 'gin' is not a built-in model (sage, gcn, gat, deepgcn, film)"),
+    "built-in rejecting its args": (
+        lambda c: c.update(models={"m": {"model": "film", "args": {"residul": False}}}),
+        "models.m.args: film with args {'residul': False} fails: TypeError: "),
+    "a named model called like a built-in": (
+        lambda c: c.update(models={"gcn": {"model": "sage", "hidden": 8}}),
+        "models.gcn: 'gcn' is a built-in model; a named model needs another name"),
+    "a named model with model and conv": (
+        lambda c: c.update(models={"m": {"model": "sage", "conv": "SAGEConv"}}),
+        "models.m: needs exactly one of 'model' (a built-in: sage, gcn, gat, deepgcn, film) "
+        "and 'conv'"),
+    "undefined model": (
+        lambda c: (c["training"].update(depth_fanouts={3: [5, 5, 5]}),
+                   c["experiments"][0].update(models=["sage", "nope-3"])),
+        "experiments[0].models: 'nope-3': 'nope' is neither a built-in model (sage, gcn, "
+        "gat, deepgcn, film) nor in 'models'"),
     "system on a partitioning it cannot use": (
         lambda c: c["experiments"][0].update(systems=["grappa"]),
         "experiments[0]: system 'grappa' does not train on partitioning 'm2' (method metis)"),
@@ -410,3 +439,77 @@ def test_an_experiment_sets_its_own_epochs():
         expand_experiments(clash)
     same = _with(lambda c: c["experiments"].append({**c["experiments"][0], "epochs": 3}))
     assert len(expand_experiments(same)) == 1  # the same run twice is one run
+
+
+def test_named_models_reach_the_run_spec():
+    """A named model's overrides reach RunSpec.training, its built-in or conv the model
+    factory; a depth suffix works on names; specs without named models serialise as
+    before (no ``model_options`` key, the same resume key)."""
+    import hashlib
+    from dataclasses import asdict
+
+    from commgnn.train.spec import RunSpec
+
+    config = _with(lambda c: (
+        c.update(models={"sage_h16": {"model": "sage", "hidden": 16, "dropout": 0.1},
+                         "gatv2": {"conv": "GATv2Conv", "args": {"heads": 2},
+                                   "hidden": 8, "heads": 3},
+                         "gcn_right": {"model": "gcn", "args": {"norm": "right"}}}),
+        c["training"].update(hidden=32, depth_fanouts={10: [3] * 10}),
+        c["experiments"][0].update(models=["sage", "sage_h16-10", "gatv2", "gcn_right",
+                                           "deepgcn-10", "film"])))
+    validate(config)
+    specs = {spec.model: spec for spec in expand_experiments(config)}
+    got = {name: (s.architecture, s.model_kwargs(), s.get("hidden"), s.get("heads"),
+                  s.get("dropout"), len(s.get("fanouts"))) for name, s in specs.items()}
+    assert got == {
+        "sage": ("sage", {}, 32, 4, 0.5, 2),
+        "sage_h16-10": ("sage", {}, 16, 4, 0.1, 10),
+        "gatv2": ("conv", {"conv": "GATv2Conv", "args": {"heads": 2}}, 8, 3, 0.5, 2),
+        "gcn_right": ("gcn", {"norm": "right"}, 32, 4, 0.5, 2),
+        "deepgcn-10": ("deepgcn", {}, 32, 4, 0.5, 10),
+        "film": ("film", {}, 32, 4, 0.5, 2),
+    }
+    assert specs["sage_h16-10"].run_id == "default/tiny/m2/sage_h16-10_b64_n_s0"
+    for spec in specs.values():  # (JSON turns depth_fanouts' int keys into strings)
+        back = RunSpec.from_json(spec.to_json())
+        assert back.to_json() == spec.to_json() and back.model_options == spec.model_options
+    plain = specs["sage"]
+    assert "model_options" not in json.loads(plain.to_json())
+    old = asdict(plain)
+    del old["model_options"]
+    assert RunSpec.from_json(json.dumps(old)).to_json() == plain.to_json()  # from before
+    old["training"] = {k: v for k, v in old["training"].items() if k != "epochs"}
+    assert plain.resume_key() == hashlib.sha256(json.dumps(old, sort_keys=True)
+                                                .encode()).hexdigest()
+    assert json.loads(specs["gatv2"].to_json())["model_options"]["conv"] == "GATv2Conv"
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    (lambda c: c["training"].update(fanouts=[2] * 10), None),
+    (lambda c: (c["training"].update(depth_fanouts={10: [2] * 10, 9: [2] * 9}),
+                c["experiments"][0].update(models=["deepgcn-10", "film-9", "sage-1"])), None),
+    (lambda c: c["training"].update(fanouts=[2] * 11),
+     "config.training.fanouts: [2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2] is too long"),
+    (lambda c: c["training"].update(depth_fanouts={"11": [2] * 10}),
+     "config.training.depth_fanouts: '11' does not match"),
+    (lambda c: c["experiments"][0].update(models=["sage-11"]),
+     "config.experiments.0.models.0: 'sage-11' does not match"),
+    (lambda c: c["experiments"][0].update(models=["sage-0"]),
+     "config.experiments.0.models.0: 'sage-0' does not match"),
+    (lambda c: c.update(models={"sage-h16": {"model": "sage"}}),
+     "config.models: 'sage-h16' does not match"),
+    (lambda c: c.update(models={"m": {"model": "sage", "hiden": 16}}),
+     "config.models.m: Additional properties are not allowed ('hiden' was unexpected)"),
+])
+def test_depth_and_name_limits_of_the_schema(change, error):
+    """Depth 1 to 10 (fan-outs, depth fan-outs, the `-N` suffix); named models' names hold
+    no '-' and their entries are strict."""
+    config = _with(change)
+    if error is None:
+        validate(config)
+        assert config_problems(config) == []
+        return
+    with pytest.raises(ConfigError) as info:
+        validate(config)
+    assert str(info.value).startswith(error), str(info.value)

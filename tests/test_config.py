@@ -78,3 +78,24 @@ def test_cli_validate(tmp_path):
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "extra" in proc.stderr
+
+
+def test_cli_validate_reports_a_named_model_in_one_line(tmp_path):
+    """`commgnn validate` builds a named model's PyG conv on a tiny bipartite graph: an
+    unknown class or one without bipartite input is one line naming the key."""
+    config = {**GOOD, "models": {"gatv2": {"conv": "GATv3Conv"},
+                                 "gcn_pyg": {"conv": "GCNConv", "hidden": 16},
+                                 "ok": {"conv": "GATv2Conv", "args": {"heads": 2}}},
+              "experiments": [{"systems": ["default"], "datasets": ["tiny"],
+                               "partitionings": ["m2"], "models": ["ok-2", "deepgcn"]}]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run([sys.executable, "-m", "commgnn", "validate", "--no-host", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert any(line.strip() == "models.gatv2.conv: 'GATv3Conv' is not a torch_geometric.nn "
+               "convolution" for line in lines), lines
+    assert any(line.strip().startswith("models.gcn_pyg.conv: 'GCNConv' does not accept "
+                                       "bipartite input") for line in lines), lines
+    assert not any("models.ok" in line for line in lines)
