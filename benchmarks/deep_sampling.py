@@ -20,12 +20,14 @@ worker 0 in epoch 0 (base seed 0):
   :func:`~commgnn.sampling.presample.presample` for worker 0, one epoch (every batch of
   it): wall time, bytes on disk, peak RSS.
 * ``--model NAME`` (optional): one training step (forward, backward) of that model
-  (hidden ``--hidden``) on the first batch, peak RSS (activation memory of deep models).
+  (hidden ``--hidden``, ``--model-args`` JSON for its class, e.g. ``{"ckpt_grad": true}``)
+  on the first batch, in the sampling process after the rest: its time and the peak RSS
+  (the activation memory of deep models).
 
 Writes ``benchmarks/results/deep_sampling.json`` and ``.md`` (the table)::
 
     nice -n 10 .venv/bin/python benchmarks/deep_sampling.py [--layers 3,7,10] [--batches 3]
-        [--no-presample] [--model deepgcn --hidden 64] [--threads 1]
+        [--no-presample] [--model deepgcn --hidden 16 --model-args '{}'] [--threads 1]
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def rss_kb():
 
 ds_dir, part_dir, layers, batches = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 model_name, hidden, tmp = sys.argv[6], int(sys.argv[7]), sys.argv[8]
+model_args = json.loads(sys.argv[9])
 ds = load_dataset(ds_dir)
 owner = np.asarray(load_partition(part_dir, dataset=ds).book.owner)
 train = np.asarray(ds.train_idx)
@@ -113,12 +116,13 @@ if model_name != "-":
     x = torch.from_numpy(np.ascontiguousarray(ds.features[batch.input_nodes.numpy()]))
     y = torch.as_tensor(np.asarray(ds.labels)[batch.seeds.numpy()], dtype=torch.int64)
     torch.manual_seed(0)
-    model = build_model(model_name, ds.feature_dim, hidden, ds.num_classes, layers, 0.1)
+    model = build_model(model_name, ds.feature_dim, hidden, ds.num_classes, layers, 0.1,
+                        **model_args)
     before = rss_kb()
     t0 = time.perf_counter()
     loss = torch.nn.functional.cross_entropy(model(batch.blocks, x), y)
     loss.backward()
-    result["model"] = {"name": model_name, "hidden": hidden, "step_s":
+    result["model"] = {"name": model_name, "hidden": hidden, "args": model_args, "step_s":
                        time.perf_counter() - t0, "rss_before_kb": before,
                        "peak_rss_kb": rss_kb()}
 print(json.dumps(result))
@@ -154,12 +158,17 @@ def _mb(n: float) -> str:
 
 def table(result: dict) -> str:
     """The markdown table: one row per depth (first batch's per-layer sizes)."""
-    lines = [
-        "| layers | per layer, blocks[0] first: srcs/edges | input rows (of graph) | "
-        "blocks MB (mem / file) | features MB | sample s | peak RSS MB (sample / "
-        "presample) | presample epoch (batches, GB, s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    model = next((row["sample"]["model"] for row in result["depths"]
+                  if "model" in row["sample"]), None)
+    head = ("| layers | per layer, blocks[0] first: srcs/edges | input rows (of graph) | "
+            "blocks MB (mem / file) | features MB | sample s | peak RSS MB (sample / "
+            "presample) | presample epoch (batches, GB, s) |")
+    rule = "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    if model:
+        args = f", {model['args']}" if model.get("args") else ""
+        head += f" {model['name']}({model['hidden']}{args}) step: s, peak RSS MB |"
+        rule += " --- |"
+    lines = [head, rule]
     for row in result["depths"]:
         s, p = row["sample"], row.get("presample") or {}
         if "error" in s:
@@ -175,7 +184,9 @@ def table(result: dict) -> str:
             f"| {row['layers']} | {per_layer} | {b['input_rows']:,} "
             f"({b['input_rows'] / s['num_nodes']:.0%}) | {_mb(b['block_bytes'])} / "
             f"{_mb(b['record_bytes'])} | {_mb(b['feature_bytes'])} | {mean_sample:.2f} | "
-            f"{_mb(s['peak_rss_kb'] * 1024)} / {pre_rss} | {pre} |")
+            f"{_mb(s['peak_rss_kb'] * 1024)} / {pre_rss} | {pre} |"
+            + (f" {s['model']['step_s']:.1f}, {_mb(s['model']['peak_rss_kb'] * 1024)} |"
+               if "model" in s else ""))
     return "\n".join(lines)
 
 
@@ -185,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--no-presample", action="store_true")
     parser.add_argument("--model", default=None)
-    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=16)
+    parser.add_argument("--model-args", default="{}")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--results", default=str(RESULTS / "deep_sampling.json"))
     args = parser.parse_args(argv)
@@ -225,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             row: dict = {"layers": depth}
             row["sample"] = _child(SAMPLE_CHILD, root / "ds", root / "part", depth,
                                    args.batches, args.threads, args.model or "-",
-                                   args.hidden, root)
+                                   args.hidden, root, args.model_args)
             if not args.no_presample:
                 row["presample"] = _child(PRESAMPLE_CHILD, root / "ds", root / "part",
                                           root / f"pre{depth}", depth)

@@ -7,8 +7,8 @@ torch 2.13 CPU, torch_geometric 2.8.1), measured test accuracy per seed:
 
 * ``deepgcn``, 7 layers, dropout 0.2: seed 0 0.766, seed 1 0.755, seed 2 0.807.
 * ``film``, 10 layers, dropout 0.1: seed 0 0.708, seed 1 0.761, seed 2 0.763 (without
-  FiLM's residual connections, ``residual=False``, the 10-layer stack did not train:
-  0.10–0.15).
+  FiLM's residual connections, ``residual=False``, the 10-layer stack does not train:
+  train accuracy 0.14 after 60 epochs, test 0.318 and 0.065 for seeds 0 and 1).
 
 The tests run seeds 0 and 1 and require a mean of at least 0.70.
 """
