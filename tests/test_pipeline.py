@@ -35,7 +35,8 @@ TINY = {
                                          "window": 2, "cache_rows": 100, "warmup_epochs": 1},
                 "greendygnn-dqn": {"system": "greendygnn", "controller": "dqn", "window": 2,
                                    "cache_rows": 100, "warmup_epochs": 1},
-                "bgl": {"cache_rows": 100}},
+                "bgl": {"cache_rows": 100},
+                "clustergcn": {"clusters": 8, "clusters_per_batch": 2}},
     # calibrate -> validate_simulator, train_policy -> the dqn run, on a small grid
     "control": {"calibration": {"windows": [2, 8], "rpc_rows": [10, 200],
                                 "rpc_delays_ms": [0, 5], "rpc_repeats": 1},
@@ -47,7 +48,7 @@ TINY = {
         "kind": "scenario", "name": "single-link", "delay_ms": 5, "onset_epoch": 0,
         "final_clean": False}}},
     "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200", "dgl-global",
-                                 "hopgnn", "hopgnn-naive"],
+                                 "hopgnn", "hopgnn-naive", "p3"],
                      "datasets": ["tiny"], "partitionings": ["metis2"], "batch_sizes": [256],
                      "networks": ["10gbe"]},
                     {"systems": ["greendygnn", "greendygnn-heuristic", "greendygnn-dqn", "bgl"],
@@ -55,6 +56,13 @@ TINY = {
                      "batch_sizes": [256], "networks": ["10gbe-single"]},
                     {"systems": ["greendygnn"], "datasets": ["tiny"],
                      "partitionings": ["metis2"], "batch_sizes": [256],
+                     "networks": ["10gbe"]},
+                    # the papers' other baselines and deep models (issue 20)
+                    {"systems": ["p3"], "datasets": ["tiny"], "partitionings": ["metis2"],
+                     "models": ["deepgcn", "film"], "batch_sizes": [256],
+                     "networks": ["10gbe"]},
+                    {"systems": ["clustergcn"], "datasets": ["tiny"],
+                     "partitionings": ["metis2"], "models": ["gcn"], "batch_sizes": [256],
                      "networks": ["10gbe"]},
                     {"systems": ["grappa", "grappa-uw"], "datasets": ["tiny"],
                      "partitionings": ["chunk3"], "batch_sizes": [256],
@@ -89,11 +97,11 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert set(table["partitioning"]) == {"metis2", "chunk3"}
     assert len(table) == 2 + 3
     runs = pd.read_csv(out / "tables" / "runs.csv")
-    assert sorted(runs["system"]) == ["bgl", "default", "dgl-global", "grappa", "grappa-uw",
-                                      "greendygnn", "greendygnn", "greendygnn-dqn",
+    assert sorted(runs["system"]) == ["bgl", "clustergcn", "default", "dgl-global", "grappa",
+                                      "grappa-uw", "greendygnn", "greendygnn", "greendygnn-dqn",
                                       "greendygnn-heuristic",
-                                      "hopgnn", "hopgnn-naive", "oracle", "rapidgnn",
-                                      "rapidgnn-h200"]
+                                      "hopgnn", "hopgnn-naive", "oracle", "p3", "p3", "p3",
+                                      "rapidgnn", "rapidgnn-h200"]
     by_system = runs.set_index("system")
     assert by_system.loc["default", "remote_rows_per_epoch"] > 0
     assert by_system.loc["oracle", "remote_rows_per_epoch"] == 0
@@ -122,7 +130,18 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
         by_system.loc["dgl-global", "remote_rows_per_epoch"]
     assert by_system.loc["hopgnn-naive", "remote_rows_per_epoch"] == 0
     fig11 = pd.read_csv(out / "figures" / "hopgnn_fig11.csv")
-    assert {"DGL", "Naive", "All"} <= set(fig11["variant"])
+    assert {"DGL", "p3", "Naive", "All"} <= set(fig11["variant"])
+    assert (fig11["speedup_vs_p3"].notna() == (fig11["variant"] == "All")).all()
+    # P3 (also with the deep models), Cluster-GCN: no feature row on the network
+    p3 = runs[runs["system"] == "p3"].set_index("model")
+    assert sorted(p3.index) == ["deepgcn", "film", "sage"]
+    assert (p3["remote_rows_per_epoch"] == 0).all() and (p3["layers"] == 2).all()
+    assert (p3[["graph_bytes_per_step", "activations_bytes_per_step",
+                "activation_grads_bytes_per_step"]] > 0).all().all()
+    assert p3["test_acc"].between(0, 1).all()
+    assert by_system.loc["clustergcn", "remote_rows_per_epoch"] == 0
+    assert by_system.loc["clustergcn", "gradients_bytes_per_step"] > 0
+    assert (out / "figures" / "grappa_table5.png").stat().st_size > 0
     fig14 = pd.read_csv(out / "figures" / "hopgnn_fig14.csv").set_index("variant")
     assert fig14.loc["All", "miss_rate"] < fig14.loc["DGL", "miss_rate"]
     table1 = pd.read_csv(out / "figures" / "hopgnn_table1.csv")
