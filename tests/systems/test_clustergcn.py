@@ -65,7 +65,7 @@ def gcn_spec(make_spec, **kwargs):
     return dataclasses.replace(spec, model="gcn")
 
 
-def test_the_model_gets_the_diagonal_enhancement_and_only_gcn(make_spec):
+def test_the_model_gets_the_diagonal_enhancement_and_only_gcn():
     system = ClusterGCNSystem(OPTIONS)
     model = build_model("gcn", 4, 8, 3)
     system._diagonal_enhanced(model)
@@ -93,7 +93,7 @@ def test_clustering_is_timed_apart_from_the_epoch(tiny_inputs, make_spec, monkey
     ctx = SimpleNamespace(dataset=dataset, partition=partition, rank=0, world_size=2,
                           spec=gcn_spec(make_spec), device=torch.device("cpu"),
                           store=SimpleNamespace(fetch=fetch),
-                          labels=torch.from_numpy(np.asarray(dataset.labels)),
+                          labels=torch.from_numpy(np.array(dataset.labels)),
                           emulator=SimpleNamespace(time_dilation=4.0))
     ctx.labels_of = lambda nodes: ctx.labels[nodes]
     system = ClusterGCNSystem(OPTIONS)

@@ -127,7 +127,7 @@ class ClusterGCNSystem(System):
     }
     reductions = {
         "clustering_s": "max", "clustering_raw_s": "max", "clusters_per_worker": "max",
-        "cluster_nodes_min": "max", "cluster_nodes_max": "max",
+        "cluster_nodes_mean": "mean", "cluster_nodes_max": "max",
         "batch_nodes": "mean", "batch_edges": "mean", "batch_train_nodes": "mean",
         "batch_edge_fraction": "mean", "empty_batches": "sum",
     }
@@ -258,7 +258,7 @@ class ClusterGCNSystem(System):
         sizes = [c.shape[0] for c in self.clusters]
         metrics = {
             "clusters_per_worker": len(self.clusters),
-            "cluster_nodes_min": min(sizes), "cluster_nodes_max": max(sizes),
+            "cluster_nodes_mean": float(np.mean(sizes)), "cluster_nodes_max": max(sizes),
             "empty_batches": int((train == 0).sum()),
             # the partition's edges that are inside some batch this epoch
             "batch_edge_fraction": (float(edges.sum() / self.indices.shape[0])
