@@ -37,7 +37,7 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     partitioning=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     system=r"[a-z0-9][a-z0-9-]*",
-    model=r"[a-z0-9]+(-[1-8])?",
+    model=r"[a-z0-9][a-z0-9_]*(-(10|[1-9]))?",
     batch=r"\d+",
     network=r"[A-Za-z0-9][A-Za-z0-9.-]*",
     seed=r"\d+",

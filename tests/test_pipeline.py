@@ -194,3 +194,17 @@ def test_invalid_config_fails_before_any_job(repo_root, tmp_path):
     assert proc.returncode != 0
     assert "parts" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_named_and_deep_models_reach_the_run_ids(repo_root, tmp_path):
+    """A named model and a 10-layer depth suffix name run directories (dry run)."""
+    config = {**TINY, "models": {"sage_h8": {"model": "sage", "hidden": 8}},
+              "training": {**TINY["training"],
+                           "depth_fanouts": {10: [2] * 10}},
+              "experiments": [{"systems": ["default"], "datasets": ["tiny"],
+                               "partitionings": ["metis2"],
+                               "models": ["sage_h8", "film-10"], "batch_sizes": [256]}]}
+    proc = snakemake(repo_root, tmp_path, config, "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for model in ("sage_h8", "film-10"):
+        assert f"runs/default/tiny/metis2/{model}_b256_none_s0" in proc.stdout
