@@ -306,3 +306,17 @@ def test_merge_search_and_resume(tiny3, tmp_path, run_on_tiny, make_spec):
                                                          **dict(fixed)), name="part"))
     assert [e["train_loss"] for e in resumed] == pytest.approx([e["train_loss"] for e in whole])
     assert [e["remote_rows"] for e in resumed] == [e["remote_rows"] for e in whole]
+
+
+def test_naive_mode_refuses_models_it_cannot_size(make_spec):
+    spec = dataclasses.replace(make_spec("hopgnn", system_options={"mode": "naive"}),
+                               model="film")
+    resolved = dataclasses.replace(spec, system_options=HopGNNSystem.resolve_options(
+        spec.system_options))
+    assert HopGNNSystem.run_problems(resolved) == [
+        f"run {spec.run_id}: hopgnn mode naive carries the partial first-layer aggregates "
+        "of ['sage', 'gcn', 'gat'] only, not 'film'"]
+    micrograph = dataclasses.replace(resolved, system_options={**resolved.system_options,
+                                                                "mode": "micrograph"})
+    assert HopGNNSystem.run_problems(micrograph) == []
+    assert HopGNNSystem.run_problems(dataclasses.replace(resolved, model="gat")) == []

@@ -71,6 +71,8 @@ from commgnn.systems.default import DefaultSystem
 
 ID_BYTES = 8
 VALUE_BYTES = 4
+#: The architectures whose partial first-layer aggregates naive mode sizes.
+NAIVE_ARCHITECTURES = ("sage", "gcn", "gat")
 
 
 # -- the plan of one iteration -------------------------------------------------------------
@@ -239,6 +241,17 @@ class HopGNNSystem(System):
         "hopgnn_fig16": ("runs",),
         "hopgnn_table3": ("runs",),
     }
+
+    @classmethod
+    def run_problems(cls, spec) -> list[str]:
+        """Naive mode sizes the partial first-layer aggregates it carries for SAGE, GCN and
+        GAT layers (:meth:`_naive_state_width`) only."""
+        options = spec.system_options
+        if options.get("mode") == "naive" and spec.architecture not in NAIVE_ARCHITECTURES:
+            return [f"run {spec.run_id}: hopgnn mode naive carries the partial first-layer "
+                    f"aggregates of {list(NAIVE_ARCHITECTURES)} only, not "
+                    f"{spec.architecture!r}"]
+        return []
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
