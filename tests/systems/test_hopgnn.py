@@ -29,6 +29,7 @@ from commgnn.systems.hopgnn import (
     initial_plan,
     merge_step,
     naive_hop_bytes,
+    naive_state_width,
     naive_tour,
     plan_iteration,
 )
@@ -308,15 +309,26 @@ def test_merge_search_and_resume(tiny3, tmp_path, run_on_tiny, make_spec):
     assert [e["remote_rows"] for e in resumed] == [e["remote_rows"] for e in whole]
 
 
+def test_naive_state_width_by_hand():
+    gat = build_model("gat", 10, 4, 3, 2, heads=2)
+    assert naive_state_width("gat", gat, 10, 4) == 2 * (4 + 2)
+    assert naive_state_width("sage", None, 10, 4) == 10
+    assert naive_state_width("deepgcn", None, 10, 4) == 12
+    assert naive_state_width("film", None, 10, 4) == 5
+    with pytest.raises(ValueError, match="'conv'"):
+        naive_state_width("conv", None, 10, 4)
+
+
 def test_naive_mode_refuses_models_it_cannot_size(make_spec):
     spec = dataclasses.replace(make_spec("hopgnn", system_options={"mode": "naive"}),
-                               model="film")
+                               model="gatv2", model_options={"conv": "GATv2Conv"})
     resolved = dataclasses.replace(spec, system_options=HopGNNSystem.resolve_options(
         spec.system_options))
     assert HopGNNSystem.run_problems(resolved) == [
         f"run {spec.run_id}: hopgnn mode naive carries the partial first-layer aggregates "
-        "of ['sage', 'gcn', 'gat'] only, not 'film'"]
+        "of ['sage', 'gcn', 'gat', 'deepgcn', 'film'] only, not 'conv'"]
     micrograph = dataclasses.replace(resolved, system_options={**resolved.system_options,
                                                                 "mode": "micrograph"})
     assert HopGNNSystem.run_problems(micrograph) == []
-    assert HopGNNSystem.run_problems(dataclasses.replace(resolved, model="gat")) == []
+    assert HopGNNSystem.run_problems(dataclasses.replace(resolved, model="film",
+                                                         model_options={})) == []

@@ -72,7 +72,7 @@ from commgnn.systems.default import DefaultSystem
 ID_BYTES = 8
 VALUE_BYTES = 4
 #: The architectures whose partial first-layer aggregates naive mode sizes.
-NAIVE_ARCHITECTURES = ("sage", "gcn", "gat")
+NAIVE_ARCHITECTURES = ("sage", "gcn", "gat", "deepgcn", "film")
 
 
 # -- the plan of one iteration -------------------------------------------------------------
@@ -166,6 +166,25 @@ def naive_hop_bytes(batch: MiniBatch, state_width: int, param_bytes: int) -> int
     return param_bytes + ID_BYTES * topology + VALUE_BYTES * state
 
 
+def naive_state_width(architecture: str, model, feature_dim: int, hidden: int) -> int:
+    """Values per first-layer destination in the partial aggregates the naive tour carries:
+    the input row sum (SAGE, GCN: ``feature_dim``); per GAT head the running weighted sum
+    plus max and normaliser; DeepGCN's GENConv softmax aggregation per channel of its
+    encoded input, likewise (``3 · hidden``); FiLM's first layer the message sum and the
+    count of its mean (``hidden + 1``)."""
+    if architecture == "gat":
+        first = model.layers[0]
+        return first.heads * (first.out_dim + 2)
+    if architecture == "deepgcn":
+        return 3 * hidden
+    if architecture == "film":
+        return hidden + 1
+    if architecture in ("sage", "gcn"):
+        return feature_dim
+    raise ValueError(f"hopgnn naive mode cannot size the partial aggregates of "
+                     f"{architecture!r}")
+
+
 def naive_tour(home: int, owners_of_inputs: np.ndarray, world_size: int) -> list[int]:
     """The machines the naive approach visits: home, then every other machine holding an
     input row in ring order, then home again (just home when it holds them all)."""
@@ -244,8 +263,8 @@ class HopGNNSystem(System):
 
     @classmethod
     def run_problems(cls, spec) -> list[str]:
-        """Naive mode sizes the partial first-layer aggregates it carries for SAGE, GCN and
-        GAT layers (:meth:`_naive_state_width`) only."""
+        """Naive mode sizes the partial first-layer aggregates it carries for the built-in
+        architectures only (:func:`naive_state_width`), not for a named PyG conv."""
         options = spec.system_options
         if options.get("mode") == "naive" and spec.architecture not in NAIVE_ARCHITECTURES:
             return [f"run {spec.run_id}: hopgnn mode naive carries the partial first-layer "
@@ -391,13 +410,9 @@ class HopGNNSystem(System):
                             extra={"time_steps": len(tour)})
 
     def _naive_state_width(self) -> int:
-        """Values per first-layer destination in a partial aggregate: the input row sum
-        (SAGE, GCN); per head, the running weighted sum plus max and normaliser (GAT)."""
-        first = self.model.layers[0]
-        heads = getattr(first, "heads", None)
-        if heads is not None:
-            return heads * (first.out_dim + 2)
-        return int(self.ctx.dataset.feature_dim)
+        spec = self.ctx.spec
+        return naive_state_width(spec.architecture, self.model,
+                                 int(self.ctx.dataset.feature_dim), int(spec.get("hidden")))
 
     # -- the training step: time steps, migrations, synchronisation ----------------------
     def train_step(self, prepared: PreparedBatch) -> StepOutput:
