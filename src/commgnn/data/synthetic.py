@@ -170,6 +170,18 @@ PRESETS: dict[str, dict] = {
         "feature_noise": 0.6,
         "split": {"train": 0.10, "val": 0.02, "test": 0.05},
     },
+    # HopGNN's IN (indochina-2004: 1.38 M vertices, 16.9 M edges, random 600-dim features,
+    # Table 2); labels and split as uk-like's.
+    "in-like": {
+        "nodes": 1_380_000,
+        "avg_degree": 12.2,
+        "classes": 20,
+        "feature_dim": 600,
+        "homophily": 0.6,
+        "degree_exponent": 2.2,
+        "feature_noise": 0.6,
+        "split": {"train": 0.10, "val": 0.02, "test": 0.05},
+    },
     "multihop": {
         "nodes": 100_000,
         "avg_degree": 15.0,

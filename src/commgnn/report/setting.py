@@ -13,6 +13,7 @@ REAL_DATASETS = {
     "products-like": ("ogbn-products", 2_449_029),
     "papers100m-like": ("ogbn-papers100M", 111_059_956),
     "uk-like": ("UK (uk-2006-05)", 1_000_000),
+    "in-like": ("IN (indochina-2004)", 1_380_000),
 }
 
 
