@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from commgnn.data.planetoid import load_planetoid, normalize_features
 from commgnn.models.fullgraph import train_full_graph
@@ -22,15 +21,6 @@ from commgnn.models.fullgraph import train_full_graph
 PLANETOID = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "planetoid"
 PUBLISHED = {"cora": 81.5, "citeseer": 70.3}
 SEEDS = range(5)
-
-
-@pytest.fixture
-def one_thread():
-    """These tiny kernels run fastest single-threaded (and far faster on a busy machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.shared

@@ -50,13 +50,6 @@ def graph():
     return ds, x
 
 
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def test_builtin_runs_never_import_torch_geometric():
     """Workers of runs with the built-in models must not pay PyG's 2.6 s import."""
