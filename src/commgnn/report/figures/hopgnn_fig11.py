@@ -13,6 +13,8 @@ from commgnn.report.figures.hopgnn_runs import HOP_CELL, epoch_time_vs_dgl, load
 from commgnn.report.figures.plotting import CELL, TIME_NOTE, save_bars
 
 SHOWN = ("DGL", "p3", "Naive", "All")
+#: The systems' names in the figure (the data keeps the variants' names).
+LABELS = {"p3": "P3", "All": "HopGNN"}
 #: Bytes per step by kind (summary columns ``<kind>_bytes_per_step``), as the CSV gives them.
 KINDS = ("features", "sampling", "graph", "activations", "activation_grads", "gradients",
          "migration")
@@ -27,9 +29,11 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         data = data.merge(runs[runs["variant"].isin(SHOWN)].groupby(
             [*HOP_CELL, "variant"])[kinds].mean().reset_index(), on=[*HOP_CELL, "variant"],
             how="left")
-    label = data["dataset"] + " " + data["model"]
-    save_bars(data.assign(cell=label).pivot_table(index="cell", columns="variant",
-                                                  values="epoch_time_s"),
+    label = data["dataset"] + "\n" + data["model"]
+    bars = data.assign(cell=label).pivot_table(index="cell", columns="variant",
+                                               values="epoch_time_s")
+    bars = bars[[v for v in SHOWN if v in bars.columns]].rename(columns=LABELS)
+    save_bars(bars,
               out_png, "Epoch time: DGL, P3, Naive, HopGNN", f"epoch time ({TIME_NOTE})")
     return data
 
