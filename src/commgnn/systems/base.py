@@ -307,10 +307,19 @@ class System(ABC):
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
         """The epoch's steps, in order, with features on the training device."""
 
+    def output(self, prepared: PreparedBatch) -> torch.Tensor:
+        """The step's logits, one row per label (default: the model on the batch's blocks)."""
+        return self.train_module(prepared.batch.blocks, prepared.features)
+
     def train_step(self, prepared: PreparedBatch) -> StepOutput:
-        """Forward, loss, backward (gradients sync in DDP's hook), optimiser step."""
-        logits = self.train_module(prepared.batch.blocks, prepared.features)
-        loss = F.cross_entropy(logits, prepared.labels)
+        """Forward (:meth:`output`), loss, backward (gradients sync in DDP's hook),
+        optimiser step. A step without labels trains a zero loss, so the worker still
+        joins the all-reduce."""
+        logits = self.output(prepared)
+        if prepared.labels.numel():
+            loss = F.cross_entropy(logits, prepared.labels)
+        else:
+            loss = logits.sum() * 0.0
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()

@@ -53,14 +53,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from commgnn.config import ConfigError
 from commgnn.partition.halo import gather_neighbors
 from commgnn.partition.metis import metis_assign
 from commgnn.sampling.block import Block, MiniBatch
 from commgnn.sampling.seeds import derive_seed
-from commgnn.systems.base import PreparedBatch, StepOutput, System
+from commgnn.systems.base import PreparedBatch, System
 
 #: METIS' seed is a C int.
 _METIS_SEED_MOD = 2**31 - 1
@@ -239,19 +238,9 @@ class ClusterGCNSystem(System):
                        "batch_nodes": int(members.shape[0]),
                        "batch_edges": int(indices.shape[0])})
 
-    def train_step(self, prepared: PreparedBatch) -> StepOutput:
-        logits = self.train_module(prepared.batch.blocks, prepared.features)
-        logits = logits[prepared.positions]
-        if prepared.labels.numel():
-            loss = F.cross_entropy(logits, prepared.labels)
-        else:  # no training node: zero gradients, still all-reduced
-            loss = logits.sum() * 0.0
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        correct = int((logits.argmax(dim=1) == prepared.labels).sum())
-        return StepOutput(loss=float(loss.detach()), correct=correct,
-                          seen=int(prepared.labels.shape[0]))
+    def output(self, prepared: PreparedBatch) -> torch.Tensor:
+        """The whole batch's logits, at its training nodes (the loss rows)."""
+        return super().output(prepared)[prepared.positions]
 
     def end_epoch(self, epoch: int) -> dict:
         nodes, edges, train = np.array(self._batches, dtype=np.float64).reshape(-1, 3).T
