@@ -100,10 +100,6 @@ def _scatter_sum(values: Tensor, index: Tensor, rows: int) -> Tensor:
     return out.index_add_(0, index, values)
 
 
-def _submodule(model: nn.Module, path: str) -> nn.Module:
-    return model.get_submodule(path)
-
-
 class _SummedProjection(nn.Module):
     """Stands in for one of the first layer's input projections at the owner: returns the
     summed partial products of its input rows plus the projection's own bias."""
@@ -186,17 +182,17 @@ def _projections(paths: Sequence[tuple[str, str]]) -> FirstLayerSplit:
     the owner the model runs whole with those modules answering the summed rows."""
 
     def sliced(model):
-        return [(_submodule(model, path).weight, 1) for path, _ in paths]
+        return [(model.get_submodule(path).weight, 1) for path, _ in paths]
 
     def partial(model, block, x, lo, hi):
         out = []
         for path, rows in paths:
             rows_x = x if rows == "src" else x[: block.num_dst]
-            out.append(rows_x @ _submodule(model, path).weight[:, lo:hi].T)
+            out.append(rows_x @ model.get_submodule(path).weight[:, lo:hi].T)
         return out
 
     def forward(model, blocks, summed):
-        stand_ins = {path: _SummedProjection(rows, _submodule(model, path).bias)
+        stand_ins = {path: _SummedProjection(rows, model.get_submodule(path).bias)
                      for (path, _), rows in zip(paths, summed, strict=True)}
         placeholder = summed[0].new_zeros((blocks[0].num_src, 0))
         with _substituted(model, stand_ins):
