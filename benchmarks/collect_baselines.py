@@ -20,7 +20,8 @@ import pandas as pd
 from commgnn.report.figures import hopgnn_fig11
 
 KINDS = list(hopgnn_fig11.KINDS)
-NAMES = {"DGL": "DGL", "p3": "P3", "Naive": "Naive", "All": "HopGNN"}
+NAMES = {"DGL": "DGL", "p3": "P3", "p3+pipeline": "P3 (pipelined)", "Naive": "Naive",
+         "All": "HopGNN"}
 
 
 def _num(value) -> float | None:

@@ -17,9 +17,12 @@ HOP_CELL = [*CELL, "partitioning"]
 
 def variant(row: pd.Series) -> str:
     """The paper's name of a run: DGL (``default``, global schedule), LO (``default``,
-    owned schedule), Naive, +MG, +PG, All (HopGNN); other systems by name."""
+    owned schedule), Naive, +MG, +PG, All (HopGNN), ``p3+pipeline`` (P3 with batches in
+    flight); other systems by name."""
     if row["base_system"] == "default":
         return BASELINE if row.get("option_schedule") == "global" else "LO"
+    if row["base_system"] == "p3" and _positive(row.get("option_pipeline")):
+        return "p3+pipeline"
     if row["base_system"] != "hopgnn":
         return str(row["base_system"])
     if row.get("option_mode") == "naive":
@@ -28,6 +31,10 @@ def variant(row: pd.Series) -> str:
     if not _true(row.get("option_pregather")):
         return "+MG+merge" if merged else "+MG"
     return "All" if merged else "+PG"
+
+
+def _positive(value) -> bool:
+    return not pd.isna(value) and float(value) > 0
 
 
 def _true(value) -> bool:
