@@ -109,10 +109,14 @@ def _require(paths: list[Path], member: str | None = None) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from commgnn.dist.launcher import external_env, prestart_workers
+
+    if external_env() is None:  # local workers: the fork server imports while we check
+        prestart_workers("commgnn.train.loop")
     from commgnn.checks import training_host_problems
-    from commgnn.dist.launcher import external_env
     from commgnn.train.loop import RunPaths, run
     from commgnn.train.spec import RunSpec
+    from commgnn.train.walltime import process_start
 
     try:
         spec = RunSpec.from_json(args.spec)
@@ -134,7 +138,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         inputs[name] = path
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
                      out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs)
-    summary = run(spec, paths)
+    summary = run(spec, paths, process_started=process_start())
     acc = summary.get("test_acc")
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %s", spec.run_id,
              summary["mean_epoch_time_s"], summary["remote_rows_per_epoch"],

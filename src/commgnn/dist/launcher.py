@@ -123,16 +123,27 @@ def external_env(master_port: int = 0) -> DistEnv | None:
     return None
 
 
-def _die_with_parent(parent_pid: int | None = None) -> None:
-    """Be killed when the parent dies; exit now if ``parent_pid`` (the launcher) is
-    already gone (it died before the death signal was set)."""
+def _die_with_parent(launcher_pid: int | None = None) -> None:
+    """Be killed when the parent dies (the launcher, or the fork server, which exits with
+    the launcher); exit now if ``launcher_pid`` is already gone (it died before the death
+    signal was set)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: the launcher's own cleanup still applies
         pass
-    if parent_pid is not None and os.getppid() != parent_pid:
+    if launcher_pid is not None and not _alive(launcher_pid):
         os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, someone else's
+        return True
+    return True
 
 
 # -- where to listen ------------------------------------------------------------------------
@@ -255,8 +266,12 @@ class WorkerTraceback(Exception):
 
 
 def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, addr: str,
-                 ports: list[int], control_path: str, launcher_pid: int) -> None:
+                 ports: list[int], control_path: str, launcher_pid: int,
+                 environ: dict[str, str]) -> None:
     _die_with_parent(launcher_pid)
+    if os.environ != environ:  # a forked worker has the fork server's; take the launcher's
+        os.environ.clear()
+        os.environ.update(environ)
     beat = heartbeat.start(rank, heartbeat.ControlDir(control_path))
     env = DistEnv(rank=rank, world_size=world_size, master_addr=addr, master_port=ports[0],
                   rpc_port=ports[1], launcher="spawn", local_rank=rank,
@@ -323,6 +338,42 @@ def _watch(procs: list, control: heartbeat.ControlDir) -> heartbeat.Failure | No
         multiprocessing.connection.wait(running, timeout=max(wait, 0.01))
 
 
+#: How local workers start: ``forkserver`` (default: forked from one server process that
+#: imported :data:`PRELOAD` once, for every worker of every run this process launches) or
+#: ``spawn`` (each worker a fresh interpreter importing everything itself).
+START_METHOD_ENV = "COMMGNN_WORKER_START"
+START_METHODS = ("forkserver", "spawn")
+#: What the fork server imports before forking any worker: torch and what DDP pulls in on
+#: construction (``torch._dynamo``, ~1.5 s), the RPC agent, the worker's own module.
+PRELOAD = ("torch", "torch.distributed.rpc", "torch._dynamo.utils", "numpy")
+
+
+def worker_context(module: str | None = None):
+    """The multiprocessing context local workers start from (:data:`START_METHOD_ENV`),
+    the fork server preloading :data:`PRELOAD` and ``module`` (a commgnn one) — preloads take effect only
+    before this process's fork server first starts; anything else a worker imports
+    itself. A worker never inherits the launcher's threads (a fork server is a fresh
+    interpreter), and takes the launcher's environment as it is at launch."""
+    method = os.environ.get(START_METHOD_ENV, "forkserver")
+    if method not in START_METHODS:
+        raise HostError(f"{START_METHOD_ENV}: {method!r} is not one of {list(START_METHODS)}")
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        own = [module] if module and module.startswith("commgnn.") else []
+        ctx.set_forkserver_preload([*PRELOAD, *own])
+    return ctx
+
+
+def prestart_workers(module: str | None = None) -> None:
+    """Start the fork server now (its imports overlap whatever this process does before
+    :func:`launch`); a no-op with the spawn start method."""
+    ctx = worker_context(module)
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str = "127.0.0.1",
            master_port: int = 0,
            on_start: Callable[[list[int]], None] | None = None) -> None:
@@ -343,10 +394,10 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
         return
     ports = [master_port, master_port + 1] if master_port else free_ports(master_addr, 2)
     control = heartbeat.ControlDir.create()
-    ctx = mp.get_context("spawn")
+    ctx = worker_context(worker_fn.__module__)
     procs = [ctx.Process(target=_local_entry, name=f"commgnn-worker-{rank}",
                          args=(rank, worker_fn, args, world_size, master_addr, ports,
-                               str(control.path), os.getpid()))
+                               str(control.path), os.getpid(), dict(os.environ)))
              for rank in range(world_size)]
 
     def stop_children(signum, _frame):

@@ -28,6 +28,7 @@ import resource
 import shutil
 import socket
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -74,11 +75,13 @@ from commgnn.train.spec import RunSpec
 from commgnn.train.summary import (
     NETWORK_CLASSES,
     add_cumulative,
+    epoch_line,
     epoch_summary,
     run_summary,
     target_model,
     write_tidy_tables,
 )
+from commgnn.train.walltime import WallClock, breakdown
 
 log = logging.getLogger("commgnn.train")
 
@@ -171,12 +174,15 @@ def publish_run(staging: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
-def run(spec: RunSpec, paths: RunPaths) -> dict:
+def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) -> dict:
     """Run ``spec`` on ``spec.workers`` workers; return the summary (raises WorkerFailed).
 
     Spawned locally, this process prepares the staging directory and records the worker
     pids; under torchrun/srun every task calls this and rank 0 prepares it instead.
+    ``process_started``: when this process started, if it started for this run (the
+    summary's ``wall_interpreter_raw_s`` counts from there; else from this call).
     """
+    called = time.time()
     system_cls = get_system(spec.base_system)
     if system_cls.external:  # another framework trains it (e.g. distdgl)
         return system_cls.run_external(spec, paths)
@@ -188,7 +194,8 @@ def run(spec: RunSpec, paths: RunPaths) -> dict:
             write_json_atomic(staging / "workers.json",
                               {"launcher_pid": os.getpid(), "worker_pids": pids})
 
-    launch(worker_main, (spec.to_json(), paths), spec.workers,
+    started = (called if process_started is None else process_started, time.time())
+    launch(worker_main, (spec.to_json(), paths, started), spec.workers,
            master_addr=spec.get("master_addr"), master_port=spec.get("master_port"),
            on_start=on_start)
     return json.loads((Path(paths.out) / "summary.json").read_text())
@@ -242,10 +249,18 @@ def _peak_mem_bytes(device: torch.device) -> int:
     return _peak_rss_bytes()
 
 
-def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
+def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
+                started: tuple[float, float]) -> None:
+    """One worker's run; ``started``: the launching process's start and launch times."""
+    clock = WallClock(started)
+    clock.mark("entry")
     spec = RunSpec.from_json(spec_json)
     logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
+    # torch's RPC start-up gathers device maps over a bare gloo backend, which its own
+    # object collective then calls deprecated: once per worker per run, nothing to act on
+    warnings.filterwarnings("ignore", message=r"You are using a Backend .* as a ProcessGroup",
+                            category=UserWarning)
     torch.set_num_threads(worker_threads(spec.workers))
     device = _device(spec.get("device"), env.local_rank)
     system_cls = get_system(spec.base_system)
@@ -265,13 +280,15 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths) -> None:
                                  nic_path=str(nic_path))
     if env.local_rank == 0 and (beat := heartbeat.current()) is not None:
         beat.scratch.append(nic_path)  # removed even when a peer's failure ends this worker
+    clock.mark("loaded")
     _init_groups(env, spec, device)
     if env.launcher != "spawn":
         if env.rank == 0:
             prepare_staging(spec, paths)
         dist.barrier()
+    clock.mark("joined")
     try:
-        _train(env, spec, paths, device, dataset, partition, system, emulator)
+        _train(env, spec, paths, device, dataset, partition, system, emulator, clock)
     except BaseException as exc:
         heartbeat.record_failure(exc)  # before any cleanup: the time of the failure
         rpc.shutdown(graceful=False)  # peers may be gone: never wait for them
@@ -300,7 +317,8 @@ def worker_meter(device: torch.device) -> EnergyMeter:
     return select_meter(str(device))
 
 
-def _train(env, spec, paths, device, dataset, partition, system, emulator) -> None:
+def _train(env, spec, paths, device, dataset, partition, system, emulator,
+           clock: WallClock) -> None:
     rank, world = env.rank, env.world_size
     book = partition.book
     local_rows = np.ascontiguousarray(dataset.features[book.nodes(rank)])
@@ -341,6 +359,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
     dist.all_gather_object(setups, (setup_s, socket.gethostname()))
     run_info["setup_s"] = max(setup for setup, _ in setups)
     run_info["hosts"] = [host for _, host in setups]
+    clock.mark("ready")
 
     staging = paths.staging
     steps_out = RecordFile(staging / f"steps_w{rank}.jsonl", keep_epochs_below=start_epoch)
@@ -366,6 +385,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         record = _run_epoch(system, epoch, rank, steps_out, emulator, meter, power)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
         record["time_s"] = time.perf_counter() - start
+        clock.epochs_s += record["time_s"]
         record["time_dilation"] = emulator.time_dilation
         record["energy_j"] = meter.read_joules() - energy0
         for part, joules in meter.read_parts().items():  # the meter's parts: cpu, gpu
@@ -383,7 +403,9 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
         record["parts"] = list(ctx.placement.of(rank))
         last = epoch == epochs - 1
         if last or (eval_every and (epoch + 1) % eval_every == 0):
+            t_eval = time.perf_counter()
             record.update(evaluate(ctx, system, model, epoch))
+            clock.evaluation_s += time.perf_counter() - t_eval
         records = [None] * world
         dist.all_gather_object(records, record)
         system.observe_epoch(records)
@@ -394,12 +416,17 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator) -> No
                                                type(system).metric_reductions()), history)
             history.append(row)
             epochs_out.write(json_text(row))
+            log.info("%s", epoch_line(row, epochs))
             if spec.get("checkpoint"):
                 save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(), states)
         dist.barrier()
     steps_out.close()
     system.close()
     meter.stop()
+    clock.mark("done")
+    clocks = [None] * world
+    dist.all_gather_object(clocks, clock)
+    run_info.update(breakdown(clocks))
     if rank == 0:
         epochs_out.close()
         summary = run_summary(spec, system, _epoch_rows(staging), meter.name, device,

@@ -34,6 +34,7 @@ from commgnn.dist.netem import (
 from commgnn.energy.target import TargetPowerModel
 from commgnn.files import write_csv
 from commgnn.systems.base import System, reduce_values
+from commgnn.train import walltime
 from commgnn.train.spec import RunSpec
 
 #: Traffic classes whose modelled link seconds and bytes each epoch record carries
@@ -81,7 +82,7 @@ COMMON_KEYS = (
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "peak_rss_bytes",
     "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
-    "energy_target_per_epoch_j",
+    "energy_target_per_epoch_j", *walltime.KEYS,
 )
 
 
@@ -150,6 +151,18 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
         if key in workers[0]:
             row[key] = workers[0][key]
     return row
+
+
+def epoch_line(row: dict, epochs: int) -> str:
+    """The one log line of an epoch: its time raw and in target seconds, loss, accuracies
+    and the bytes it fetched (all workers, fills included)."""
+    f = row["time_dilation"]
+    accuracy = "".join(f"  {key[:-4]} {row[key]:.3f}" for key in ("val_acc", "test_acc")
+                       if row.get(key) is not None)
+    return (f"epoch {row['epoch'] + 1}/{epochs}: {row['time_s']:.2f} s raw "
+            f"({row['time_s'] / f:.3f} s target, f = {f:.3g})  loss {row['train_loss']:.4f}"
+            f"  train acc {row['train_acc']:.3f}{accuracy}"
+            f"  fetched {row['remote_bytes'] / 1e6:.1f} MB")
 
 
 def add_cumulative(row: dict, previous: list[dict]) -> dict:
