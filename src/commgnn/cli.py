@@ -99,6 +99,17 @@ def cmd_runs_table(args: argparse.Namespace) -> None:
     write_csv(frame, args.out)
 
 
+def cmd_status(args: argparse.Namespace) -> None:
+    from commgnn.report.status import render, run_statuses
+
+    if not args.results.is_dir():
+        raise InputError(f"{args.results}: no results directory")
+    statuses = run_statuses(args.results)
+    if args.state:
+        statuses = [s for s in statuses if s.state in args.state]
+    print(render(statuses, args.results))
+
+
 def _require(paths: list[Path], member: str | None = None) -> None:
     """InputError naming the first of ``paths`` (or its ``member`` file) that is missing."""
     for path in paths:
@@ -332,6 +343,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="PNG path")
     p.add_argument("inputs", nargs="+", type=Path)
     p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("status", help="list the training runs under a results directory: "
+                       "running, failed, partial, finished")
+    p.add_argument("results", nargs="?", type=Path, default=Path("results"),
+                   help="results directory (default: results)")
+    p.add_argument("--state", choices=["running", "failed", "partial", "finished"],
+                   action="append", help="only runs in this state (repeatable)")
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("runs-table", help="gather run summaries into one CSV table")
     p.add_argument("--out", required=True, type=Path)
