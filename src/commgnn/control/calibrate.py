@@ -171,8 +171,8 @@ def calibrate(template: RunSpec, paths: dict[str, str], out_dir: str | Path,
     if not windows or any(w not in WINDOWS for w in windows):
         raise ValueError(f"control.calibration.windows: {windows} must be in {list(WINDOWS)}")
     runs = []
-    for w in windows:
-        log.info("calibration run W=%d", w)
+    for i, w in enumerate(windows):
+        log.info("calibration run %d/%d: W=%d", i + 1, len(windows), w)
         spec = _run_spec(template, window=w, epochs=s["epochs"], name=f"calibrate-w{w}")
         runs.append(measure_run(_train(spec, paths, out / "runs" / f"w{w}")))
     f = runs[0]["time_dilation"]

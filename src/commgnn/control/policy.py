@@ -16,6 +16,7 @@ another dataset or partition, or recording none (:func:`check_policy_inputs`).
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from commgnn.control.dqn import DQNConfig, greedy_action, load_policy, save_poli
 from commgnn.control.simulator import ARCHETYPES, SimEnv, random_profile
 from commgnn.errors import InputError
 from commgnn.files import write_json_atomic
+from commgnn.progress import Progress
 from commgnn.provenance import RULES, check_inputs
 
 #: Defaults of the ``control.policy`` config section (the environment's; the rest of the
@@ -36,6 +38,8 @@ POLICY_DEFAULTS: dict[str, Any] = {"episode_epochs": 30, "switch_penalty": 0.001
                                    "obs_noise": 0.05, "energy_noise": 0.02,
                                    "reference_window": 16, "eval_profiles": 20}
 ENV_KEYS = tuple(POLICY_DEFAULTS)
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from commgnn.data.store import GraphDataset
@@ -94,7 +98,8 @@ def train_policy(calibration: dict, out_dir: str | Path, settings: dict[str, Any
     config = DQNConfig.from_dict(settings)
     env = make_env(calibration, s)
     start = time.perf_counter()
-    result = train_dqn(env, config)
+    progress = Progress("train-policy", config.episodes, "episodes", log)
+    result = train_dqn(env, config, lambda _episode, _reward: progress.advance())
     seconds = time.perf_counter() - start
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,7 @@ byte-identical directories. Epochs are numbered from 0 like the training loop's.
 
 from __future__ import annotations
 
+import logging
 import zipfile
 import zlib
 from collections import deque
@@ -58,6 +59,7 @@ from commgnn.files import atomic_directory, json_text, read_json_object
 from commgnn.partition import Partition, load_partition
 from commgnn.partition.io import META_FILE as PARTITION_META
 from commgnn.partition.io import save_npz_deterministic
+from commgnn.progress import Progress
 from commgnn.provenance import check_inputs, digest, hinted
 from commgnn.sampling import blockio
 from commgnn.sampling.block import MiniBatch
@@ -65,6 +67,8 @@ from commgnn.sampling.blockio import BlockFileError, BlockReader, BlockWriter, P
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
+
+log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -228,6 +232,7 @@ def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str |
             (tmp / FREQUENCY_DIR).mkdir()
             per_worker: dict[str, dict[str, list]] = {}
             files: dict[str, dict] = {}
+            progress = Progress("presample", len(workers) * epochs, "worker-epochs", log)
             for worker in workers:
                 train_nodes = worker_train_nodes(train_idx, owner, worker)
                 stats: dict[str, list] = {}
@@ -240,6 +245,7 @@ def presample(dataset_dir: str | Path, partition_dir: str | Path, out_dir: str |
                     entry["frequency"] = frequency_file(worker, epoch)
                     for key, value in entry.items():
                         stats.setdefault(key, []).append(value)
+                    progress.advance()
                 per_worker[str(worker)] = stats
             meta = {
                 "format_version": FORMAT_VERSION,
