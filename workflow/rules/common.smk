@@ -214,8 +214,17 @@ def all_presamples():
 
 
 def figure_targets():
-    """Figures the systems of the experiment matrix declare."""
-    return [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES]
+    """Figures the systems of the experiment matrix declare, and the side-by-side
+    comparison of every system."""
+    shared = [f"{RESULTS}/figures/compare.png"] if RUNS else []
+    return [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES] + shared
+
+
+def describe_all_runs():
+    """What every run of the experiment matrix was run on (a caption's last paragraph)."""
+    from commgnn.report.setting import describe_runs
+
+    return describe_runs(list(RUNS.values()), config["datasets"])
 
 
 # Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs.

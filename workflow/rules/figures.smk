@@ -32,3 +32,33 @@ rule system_figure:
         ENV
     shell:
         "{params.cmd} figure {wildcards.name} --out {output.png} {input} > {log} 2>&1"
+
+
+# Every system that ran the same workload side by side (report/figures/compare.py): the
+# figure draws the workloads with the most systems, the CSV holds every workload.
+rule compare:
+    input:
+        f"{RESULTS}/tables/runs.csv",
+    output:
+        png=report(
+            f"{RESULTS}/figures/compare.png",
+            caption="../report/compare.rst",
+            category="Comparison",
+        ),
+        pdf=f"{RESULTS}/figures/compare.pdf",
+        csv=report(
+            f"{RESULTS}/figures/compare.csv",
+            caption="../report/compare.rst",
+            category="Comparison",
+        ),
+    params:
+        cmd=COMMGNN,
+        setting=lambda w: describe_all_runs(),
+    log:
+        f"{RESULTS}/logs/figures/compare.log",
+    resources:
+        **light_resources(),
+    conda:
+        ENV
+    shell:
+        "{params.cmd} figure compare --out {output.png} {input} > {log} 2>&1"

@@ -70,7 +70,8 @@ COMMON_KEYS = (
     "network", "congestion",
     "seed", "workers", "epochs", "time_dilation", "mean_epoch_time_s",
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
-    "network_s_per_step", "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
+    "network_s_per_step", "network_all_s_per_step", "traffic_mb_per_step",
+    "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
     "remote_rows_per_epoch", "remote_bytes_per_epoch", "step_remote_rows_per_epoch",
     "step_remote_bytes_per_epoch", "local_rows_per_epoch",
     "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
@@ -235,6 +236,10 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "fetch_mb_per_step": sum(e["step_remote_bytes"] for e in epochs) / worker_steps / 1e6,
         "network_s_per_step": sum(e["network_fetch_s"] + e["network_sampling_s"]
                                   for e in epochs) / worker_steps / f,
+        "network_all_s_per_step": sum(e.get(f"network_{c}_s", 0.0) for e in epochs
+                                      for c in NETWORK_CLASSES) / worker_steps / f,
+        "traffic_mb_per_step": sum(e.get(f"network_{c}_bytes", 0) for e in epochs
+                                   for c in NETWORK_CLASSES) / worker_steps / 1e6,
         "fetch_wait_s_per_step": sum(e["fetch_wait_s"] for e in epochs) / worker_steps / f,
         "hit_rate": hits / (hits + misses) if hits + misses else math.nan,
         "remote_rpcs_per_epoch": per_epoch["remote_rpcs"],
