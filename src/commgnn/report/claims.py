@@ -1,0 +1,195 @@
+"""The claims ledger: each headline claim of the four papers, our value measured from the
+figure tables the pipeline built, and a verdict.
+
+A :class:`Claim` names the figure whose CSV (``results/figures/<figure>.csv``, written by
+the ``system_figure`` or ``compare`` rule) measures it, and a ``measure`` function that
+reads the value from that table: a :class:`Measured` (our value, its spread over seeds or
+cells, the paper's value for the same cells, the rows it came from) or
+:class:`NotMeasured` (no such rows: why). Verdicts:
+
+- ``reproduced``: our value inside the claim's band around the paper's value;
+- ``direction``: outside the band, on the paper's side of the claim's direction test
+  (e.g. a speedup > 1 where the paper's is 2.5: the effect holds, not its size);
+- ``not reproduced``: on the other side (a parity claim has no direction: outside its
+  tolerance is not reproduced);
+- ``not comparable``: a claim on time or modelled energy whose runs ran undilated (raw CPU
+  time is compute-bound here, so a communication speedup says nothing of a GPU cluster);
+- ``not measured``: its figure was not built (its systems did not run), or has no rows
+  for it.
+
+Bands (see each claim): a single paper value X is reproduced within ``×1.33`` (X/1.33 to
+1.33·X: the substrate — synthetic stand-in graphs, CPU compute, an emulated network with
+an estimated dilation — moves compute-to-communication proportions by about that much on
+its own); a paper range is used as printed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+VERDICTS = ("reproduced", "direction", "not reproduced", "not comparable", "not measured")
+#: The ledger's columns, in order.
+COLUMNS = ("id", "paper", "claim", "paper_value", "paper_x", "workload", "our_value",
+           "our_spread", "n", "band_low", "band_high", "verdict", "reason", "rule",
+           "output")
+
+
+class NotMeasured(Exception):
+    """The figure's table has no rows for the claim (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Our value, its spread (std over seeds or cells; NaN if one), the paper's value for
+    the same cells (``paper_x``: what the band is around), and the rows behind it."""
+
+    value: float
+    spread: float
+    paper_x: float
+    rows: pd.DataFrame
+    note: str = ""
+
+
+Band = Callable[[float], tuple[float, float]]
+
+
+def ratio_band(factor: float = 1.33) -> Band:
+    """X / factor to X · factor (a ratio claim's magnitude)."""
+    return lambda x: (x / factor, x * factor)
+
+
+def fixed_band(low: float, high: float) -> Band:
+    """The paper's range as printed, whatever X."""
+    return lambda _x: (low, high)
+
+
+def relative_band(fraction: float = 0.25) -> Band:
+    """X ± fraction · |X| (a percentage claim)."""
+    return lambda x: (x - fraction * abs(x), x + fraction * abs(x))
+
+
+def tolerance(limit: float) -> Band:
+    """|value| ≤ limit (a parity claim)."""
+    return lambda _x: (-limit, limit)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim. ``dilated``: a claim on times or modelled energy, comparable
+    only when every run of ``systems`` (base systems) in the runs table ran on a dilated
+    network. ``direction``: the test a value outside the band must pass to count as the
+    same effect (None: a parity claim)."""
+
+    id: str
+    paper: str
+    claim: str
+    paper_value: str
+    figure: str
+    measure: Callable[[pd.DataFrame], Measured]
+    band: Band
+    direction: Callable[[float], bool] | None
+    systems: tuple[str, ...] = ()
+    dilated: bool = True
+    where: str = ""  # where the paper states it
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def mean_spread(values: pd.Series) -> tuple[float, float]:
+    """Mean and standard deviation (NaN for fewer than two) of the known values."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        raise NotMeasured("no values")
+    return float(values.mean()), float(values.std()) if len(values) > 1 else math.nan
+
+
+def select(table: pd.DataFrame, what: str, **equal) -> pd.DataFrame:
+    """The rows whose columns equal ``equal`` (a tuple: any of); NotMeasured naming
+    ``what`` when none."""
+    rows = table
+    for column, value in equal.items():
+        if column not in rows:
+            raise NotMeasured(f"no {column!r} column")
+        allowed = value if isinstance(value, tuple) else (value,)
+        rows = rows[rows[column].isin(allowed)]
+    if rows.empty:
+        raise NotMeasured(f"no {what} rows")
+    return rows
+
+
+def workload(rows: pd.DataFrame) -> str:
+    """Where our value comes from, from the columns the rows have."""
+    parts = []
+    for column, name in (("dataset", ""), ("model", ""), ("layers", "layers "),
+                         ("workers", "workers "), ("batch_size", "batch "), ("network", "")):
+        if column in rows:
+            values = sorted({str(v) for v in rows[column].dropna()})
+            if values:
+                parts.append(name + "/".join(values))
+    if "seeds" in rows:
+        parts.append(f"seeds {int(pd.to_numeric(rows['seeds'], errors='coerce').min())}")
+    return " · ".join(parts)
+
+
+def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...]) -> bool | None:
+    """Whether every run of ``systems`` ran dilated (None: no such runs to tell)."""
+    if runs is None or "time_dilation" not in runs:
+        return None
+    mine = runs[runs["base_system"].isin(systems)] if systems else runs
+    if mine.empty:
+        return None
+    return bool((pd.to_numeric(mine["time_dilation"], errors="coerce") > 1).all())
+
+
+def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | None,
+          outputs: dict[str, str]) -> dict:
+    """The claim's ledger row."""
+    row = {"id": claim.id, "paper": claim.paper, "claim": claim.claim,
+           "paper_value": claim.paper_value, "paper_x": math.nan, "workload": "",
+           "our_value": math.nan, "our_spread": math.nan, "n": 0, "band_low": math.nan,
+           "band_high": math.nan, "rule": "compare" if claim.figure == "compare"
+           else "system_figure", "output": outputs.get(claim.figure,
+                                                       f"figures/{claim.figure}.csv")}
+    if claim.figure not in tables:
+        return {**row, "verdict": "not measured",
+                "reason": f"{claim.figure} was not built: its systems did not run"}
+    try:
+        measured = claim.measure(tables[claim.figure])
+    except NotMeasured as exc:
+        return {**row, "verdict": "not measured", "reason": f"{claim.figure}: {exc}"}
+    low, high = claim.band(measured.paper_x)
+    value = measured.value
+    row.update(paper_x=measured.paper_x, workload=workload(measured.rows), our_value=value,
+               our_spread=measured.spread, n=len(measured.rows), band_low=low,
+               band_high=high)
+    note = f"; {measured.note}" if measured.note else ""
+    if claim.dilated and _dilated(runs, claim.systems) is False:
+        return {**row, "verdict": "not comparable",
+                "reason": "runs on an undilated network: raw CPU times are compute-bound "
+                          f"here{note}"}
+    if math.isnan(value):
+        return {**row, "verdict": "not measured", "reason": f"no value{note}"}
+    span = f"[{low:.3g}, {high:.3g}]"
+    if low <= value <= high:
+        return {**row, "verdict": "reproduced", "reason": f"{value:.3g} in {span}{note}"}
+    if claim.direction is not None and claim.direction(value):
+        return {**row, "verdict": "direction",
+                "reason": f"{value:.3g} outside {span}, same direction{note}"}
+    return {**row, "verdict": "not reproduced", "reason": f"{value:.3g} outside {span}{note}"}
+
+
+def ledger(claims: list[Claim], inputs: list[Path]) -> pd.DataFrame:
+    """Every claim's row, from the figure CSVs and the runs table among ``inputs`` (each
+    named by its file: ``<figure>.csv``, ``runs.csv``)."""
+    tables, outputs, runs = {}, {}, None
+    for path in map(Path, inputs):
+        if path.name == "runs.csv":
+            runs = pd.read_csv(path)
+        else:
+            tables[path.stem] = pd.read_csv(path)
+            outputs[path.stem] = str(path)
+    return pd.DataFrame([judge(c, tables, runs, outputs) for c in claims], columns=COLUMNS)

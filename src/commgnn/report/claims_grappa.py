@@ -1,0 +1,7 @@
+"""The grappa paper's headline claims (see :mod:`commgnn.report.claims`)."""
+
+from __future__ import annotations
+
+from commgnn.report.claims import Claim
+
+CLAIMS: list[Claim] = []

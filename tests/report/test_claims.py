@@ -1,0 +1,89 @@
+"""The claims ledger's verdicts against hand-made claims and tables: inside the band,
+outside it in the claim's direction or against it, a parity claim, undilated runs, a
+figure that was not built, a table without the rows."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from commgnn.report.claims import (
+    Claim,
+    Measured,
+    fixed_band,
+    judge,
+    mean_spread,
+    ratio_band,
+    select,
+    tolerance,
+)
+
+
+def _speedup(table: pd.DataFrame) -> Measured:
+    rows = select(table, "HopGNN", variant="All")
+    value, spread = mean_spread(rows["speedup"])
+    return Measured(value, spread, 2.0, rows)
+
+
+def _claim(band=None, direction=lambda v: v > 1, dilated=True) -> Claim:
+    return Claim(id="toy", paper="HopGNN", claim="HopGNN is faster", paper_value="2×",
+                 figure="toy_fig", measure=_speedup, band=band or ratio_band(1.33),
+                 direction=direction, systems=("hopgnn",), dilated=dilated)
+
+
+def _table(*speedups: float) -> dict[str, pd.DataFrame]:
+    return {"toy_fig": pd.DataFrame({"variant": ["All"] * len(speedups) + ["DGL"],
+                                     "dataset": ["uk-like"] * (len(speedups) + 1),
+                                     "speedup": [*speedups, 1.0]})}
+
+
+RUNS = pd.DataFrame({"base_system": ["hopgnn", "default"], "time_dilation": [60.0, 60.0]})
+
+
+@pytest.mark.parametrize(("speedups", "verdict"), [
+    ((1.8, 2.2), "reproduced"),  # mean 2.0, inside [1.50, 2.66]
+    ((1.2, 1.3), "direction"),  # 1.25: below the band, still faster
+    ((0.8, 0.9), "not reproduced"),  # slower
+])
+def test_a_ratio_claim_against_its_band_and_direction(speedups, verdict):
+    row = judge(_claim(), _table(*speedups), RUNS, {"toy_fig": "out/figures/toy_fig.csv"})
+    assert row["verdict"] == verdict
+    assert row["our_value"] == pytest.approx(sum(speedups) / 2)
+    assert row["our_spread"] == pytest.approx(pd.Series(speedups).std())
+    assert (row["band_low"], row["band_high"]) == pytest.approx((2 / 1.33, 2 * 1.33))
+    assert row["n"] == 2 and row["workload"] == "uk-like"
+    assert row["rule"] == "system_figure" and row["output"] == "out/figures/toy_fig.csv"
+
+
+def test_a_parity_claim_has_no_direction():
+    claim = _claim(band=tolerance(0.5), direction=None)
+    assert judge(claim, _table(0.2, 0.4), RUNS, {})["verdict"] == "reproduced"
+    assert judge(claim, _table(1.2, 1.4), RUNS, {})["verdict"] == "not reproduced"
+
+
+def test_a_printed_range_is_used_as_printed():
+    claim = _claim(band=fixed_band(1.2, 4.2))
+    assert judge(claim, _table(4.0, 4.4), RUNS, {})["verdict"] == "reproduced"
+    assert judge(claim, _table(5.0, 5.0), RUNS, {})["verdict"] == "direction"
+
+
+def test_undilated_runs_make_a_time_claim_not_comparable():
+    raw = RUNS.assign(time_dilation=[1.0, 1.0])
+    row = judge(_claim(), _table(1.8, 2.2), raw, {})
+    assert row["verdict"] == "not comparable"
+    assert "undilated" in row["reason"]
+    assert row["our_value"] == pytest.approx(2.0)  # still shown
+    # a claim on counts is not gated
+    assert judge(_claim(dilated=False), _table(1.8, 2.2), raw, {})["verdict"] == "reproduced"
+
+
+def test_a_missing_figure_or_rows_is_not_measured():
+    row = judge(_claim(), {}, RUNS, {})
+    assert row["verdict"] == "not measured"
+    assert row["reason"] == "toy_fig was not built: its systems did not run"
+    no_rows = {"toy_fig": pd.DataFrame({"variant": ["DGL"], "speedup": [1.0]})}
+    row = judge(_claim(), no_rows, RUNS, {})
+    assert (row["verdict"], row["reason"]) == ("not measured", "toy_fig: no HopGNN rows")
+    assert math.isnan(row["our_value"])
