@@ -216,8 +216,22 @@ def all_presamples():
 def figure_targets():
     """Figures the systems of the experiment matrix declare, and the side-by-side
     comparison of every system."""
-    shared = [f"{RESULTS}/figures/compare.png"] if RUNS else []
-    return [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES] + shared
+    shared = [f"{RESULTS}/figures/{name}.png" for name in [*SHARED_FIGURES, "figure_index"]]
+    return [f"{RESULTS}/figures/{name}.png" for name in SYSTEM_FIGURES] + (shared if RUNS
+                                                                          else [])
+
+
+#: Figures of every run, whatever its system (rules of their own in figures.smk).
+SHARED_FIGURES = ("compare", "claims")
+
+
+def claims_inputs(w):
+    """The runs table and the figure tables the claims read that this config builds."""
+    from commgnn.report.figures.claims import READS
+
+    built = [name for name in READS if name in SYSTEM_FIGURES or name == "compare"]
+    return [f"{RESULTS}/tables/runs.csv"] + [f"{RESULTS}/figures/{name}.csv"
+                                              for name in built]
 
 
 def describe_all_runs():

@@ -62,3 +62,57 @@ rule compare:
         ENV
     shell:
         "{params.cmd} figure compare --out {output.png} {input} > {log} 2>&1"
+
+
+# The claims ledger (report/claims.py): each paper's headline claims against the figure
+# tables this run built (a claim whose figure was not built is "not measured").
+rule claims:
+    input:
+        claims_inputs,
+    output:
+        png=report(
+            f"{RESULTS}/figures/claims.png",
+            caption="../report/claims.rst",
+            category="Comparison",
+        ),
+        pdf=f"{RESULTS}/figures/claims.pdf",
+        csv=report(
+            f"{RESULTS}/figures/claims.csv",
+            caption="../report/claims.rst",
+            category="Comparison",
+        ),
+    params:
+        cmd=COMMGNN,
+    log:
+        f"{RESULTS}/logs/figures/claims.log",
+    resources:
+        **light_resources(),
+    conda:
+        ENV
+    shell:
+        "{params.cmd} figure claims --out {output.png} {input} > {log} 2>&1"
+
+
+# The figure index (report/figures/figure_index.py): the papers' figures this run built,
+# each with its rule and output.
+rule figure_index:
+    input:
+        lambda w: [f"{RESULTS}/figures/{name}.csv" for name in [*SYSTEM_FIGURES, *SHARED_FIGURES]],
+    output:
+        png=report(
+            f"{RESULTS}/figures/figure_index.png",
+            caption="../report/figure_index.rst",
+            category="Comparison",
+        ),
+        pdf=f"{RESULTS}/figures/figure_index.pdf",
+        csv=f"{RESULTS}/figures/figure_index.csv",
+    params:
+        cmd=COMMGNN,
+    log:
+        f"{RESULTS}/logs/figures/figure_index.log",
+    resources:
+        **light_resources(),
+    conda:
+        ENV
+    shell:
+        "{params.cmd} figure figure_index --out {output.png} {input} > {log} 2>&1"

@@ -10,4 +10,4 @@ FIGURES = ("rapidgnn_fig3", "rapidgnn_table2", "rapidgnn_fig4", "rapidgnn_fig5",
            "hopgnn_fig13", "hopgnn_fig14", "hopgnn_fig16", "hopgnn_table3", "greendygnn_fig2",
            "greendygnn_fig4", "greendygnn_fig5", "greendygnn_fig9", "greendygnn_table1",
            "greendygnn_fig7", "greendygnn_fig8", "greendygnn_policy", "greendygnn_table2",
-           "greendygnn_calibration", "compare", "claims")
+           "greendygnn_calibration", "compare", "claims", "figure_index")
