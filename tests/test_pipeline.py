@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ import yaml
 
 from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
+from commgnn.report.figures.claims import CLAIMS
 
 sys.path.insert(0, str(Path(__file__).parent / "control"))
 from control_checks import check_calibration, check_validation
@@ -78,6 +80,63 @@ def snakemake(repo: Path, workdir: Path, config: dict, *extra: str) -> subproces
          str(repo / "Snakefile"), "--directory", str(workdir), "--configfile", str(cfg), *extra],
         capture_output=True, text=True, check=False, timeout=600,
     )
+
+
+def check_side_by_side(out: Path) -> None:
+    """Every system in the comparison, the claims ledger and the figure index."""
+    runs = pd.read_csv(out / "tables" / "runs.csv")
+    compare = pd.read_csv(out / "figures" / "compare.csv")
+    assert set(compare["base_system"]) == set(runs["base_system"])
+    clean = compare[(compare["network"] == "10gbe") & (compare["model"] == "sage")]
+    assert {"default", "oracle", "rapidgnn", "hopgnn", "p3", "grappa"} <= set(clean["entry"])
+    assert clean.set_index("entry").loc["oracle", "vs_oracle"] == pytest.approx(1.0)
+    assert (clean["traffic_mb_per_step"] >= 0).all()
+    claims = pd.read_csv(out / "figures" / "claims.csv")
+    assert set(claims["paper"]) == {"RapidGNN", "GreenDyGNN", "Grappa", "HopGNN"}
+    assert claims["verdict"].isin(["reproduced", "direction", "not reproduced",
+                                   "not comparable", "not measured"]).all()
+    # the tiny config runs undilated: no claim on time or modelled energy gets a verdict
+    timed = {claim.id for claim in CLAIMS if claim.dilated}
+    judged = claims[claims["verdict"].isin(["reproduced", "direction", "not reproduced"])]
+    assert not set(judged["id"]) & timed, judged
+    assert (claims.loc[claims["id"].isin(timed), "verdict"]
+            .isin(["not comparable", "not measured"])).all()
+    index = pd.read_csv(out / "figures" / "figure_index.csv")
+    assert {"compare", "claims", "hopgnn_fig11", "grappa_table5"} <= set(index["module"])
+    # where each run's wall time went
+    assert (runs["wall_total_raw_s"] > runs["wall_epochs_raw_s"]).all()
+    phases = runs[[c for c in runs if c.startswith("wall_") and c.endswith("_raw_s")
+                   and c != "wall_total_raw_s"]]
+    assert phases.sum(axis=1).to_numpy() == pytest.approx(runs["wall_total_raw_s"])
+
+
+def check_logs(out: Path) -> None:
+    """One line per epoch per run, no warning repeated per worker; `commgnn status`."""
+    logs = sorted((out / "logs" / "train").rglob("*.log"))
+    assert logs
+    for log in logs:
+        text = log.read_text()
+        if "distdgl" in str(log):
+            continue
+        assert text.count(" INFO epoch 1/1: ") == 1, (log, text[-2000:])
+        assert "Warning" not in text, (log, text[-2000:])
+    status = subprocess.run([sys.executable, "-m", "commgnn", "status", str(out)],
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.splitlines()[-1].startswith(f"{len(logs)} finished")
+
+
+def check_report(repo: Path, workdir: Path) -> None:
+    """`snakemake --report`: every figure the run built is in it."""
+    report = workdir / "report.zip"
+    proc = snakemake(repo, workdir, TINY, "--report", str(report))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with zipfile.ZipFile(report) as archive:
+        names = archive.namelist()
+    built = sorted(p.name for p in (workdir / "out" / "figures").glob("*.png"))
+    assert built
+    missing = [name for name in built if not any(n.endswith(name) for n in names)]
+    assert not missing, missing
 
 
 @pytest.mark.timeout(600)
@@ -181,6 +240,9 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
         assert (run_dir / "steps_w0.jsonl").is_file() and (run_dir / "steps_w1.jsonl").is_file()
     meta = json.loads((out / "datasets" / "tiny" / "meta.json").read_text())
     assert meta["source"]["preset"] == "tiny"
+    check_side_by_side(out)
+    check_logs(out)
+    check_report(repo_root, tmp_path)
     # A second run has nothing to do.
     again = snakemake(repo_root, tmp_path, TINY, "--dry-run")
     assert again.returncode == 0

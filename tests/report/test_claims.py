@@ -87,3 +87,15 @@ def test_a_missing_figure_or_rows_is_not_measured():
     row = judge(_claim(), no_rows, RUNS, {})
     assert (row["verdict"], row["reason"]) == ("not measured", "toy_fig: no HopGNN rows")
     assert math.isnan(row["our_value"])
+
+
+def test_a_measurement_can_say_whether_the_effect_holds():
+    def measure(table: pd.DataFrame) -> Measured:
+        rows = select(table, "HopGNN", variant="All")
+        return Measured(float(rows["speedup"].mean()), math.nan, 2.0, rows, holds=False)
+
+    claim = Claim(id="toy", paper="HopGNN", claim="c", paper_value="2×", figure="toy_fig",
+                  measure=measure, band=ratio_band(1.33), direction=lambda v: v > 1,
+                  dilated=False)
+    # 1.25 would pass the value's direction test; the measurement says the effect fails
+    assert judge(claim, _table(1.2, 1.3), RUNS, {})["verdict"] == "not reproduced"

@@ -46,13 +46,16 @@ class NotMeasured(Exception):
 @dataclass(frozen=True)
 class Measured:
     """Our value, its spread (std over seeds or cells; NaN if one), the paper's value for
-    the same cells (``paper_x``: what the band is around), and the rows behind it."""
+    the same cells (``paper_x``: what the band is around), and the rows behind it.
+    ``holds``: whether the effect holds, where that takes more than the value (e.g. a
+    scaling efficiency above the baseline's); None: the claim's ``direction`` decides."""
 
     value: float
     spread: float
     paper_x: float
     rows: pd.DataFrame
     note: str = ""
+    holds: bool | None = None
 
 
 Band = Callable[[float], tuple[float, float]]
@@ -127,12 +130,19 @@ def workload(rows: pd.DataFrame) -> str:
     for column, name in (("dataset", ""), ("model", ""), ("layers", "layers "),
                          ("workers", "workers "), ("batch_size", "batch "), ("network", "")):
         if column in rows:
-            values = sorted({str(v) for v in rows[column].dropna()})
+            values = sorted({_text(v) for v in rows[column].dropna()})
             if values:
                 parts.append(name + "/".join(values))
     if "seeds" in rows:
         parts.append(f"seeds {int(pd.to_numeric(rows['seeds'], errors='coerce').min())}")
     return " · ".join(parts)
+
+
+def _text(value) -> str:
+    """A cell value as text (a whole float without its ``.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...]) -> bool | None:
@@ -176,7 +186,9 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     span = f"[{low:.3g}, {high:.3g}]"
     if low <= value <= high:
         return {**row, "verdict": "reproduced", "reason": f"{value:.3g} in {span}{note}"}
-    if claim.direction is not None and claim.direction(value):
+    holds = measured.holds if measured.holds is not None else (
+        claim.direction is not None and claim.direction(value))
+    if holds:
         return {**row, "verdict": "direction",
                 "reason": f"{value:.3g} outside {span}, same direction{note}"}
     return {**row, "verdict": "not reproduced", "reason": f"{value:.3g} outside {span}{note}"}
@@ -184,10 +196,11 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
 
 def ledger(claims: list[Claim], inputs: list[Path]) -> pd.DataFrame:
     """Every claim's row, from the figure CSVs and the runs table among ``inputs`` (each
-    named by its file: ``<figure>.csv``, ``runs.csv``)."""
+    named by its file: ``<figure>.csv``, and the runs table ``runs.csv`` or
+    ``<anything>_runs.csv``)."""
     tables, outputs, runs = {}, {}, None
     for path in map(Path, inputs):
-        if path.name == "runs.csv":
+        if path.name == "runs.csv" or path.name.endswith("_runs.csv"):
             runs = pd.read_csv(path)
         else:
             tables[path.stem] = pd.read_csv(path)
