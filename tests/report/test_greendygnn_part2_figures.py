@@ -207,3 +207,13 @@ def test_calibration_figure_pairs_each_measurement_with_its_fit(tmp_path):
     assert list(frame[frame["kind"] == "step"]["x"]) == [1, 128]
     empty = greendygnn_calibration.make([], tmp_path / "empty.png")
     assert empty.empty and list(empty.columns) == greendygnn_calibration.COLUMNS
+
+
+def test_the_learned_controller_without_cost_weights_is_its_own_method():
+    from commgnn.report.figures.greendygnn_runs import method
+
+    row = {"base_system": "greendygnn", "option_controller": "dqn"}
+    assert method(pd.Series({**row, "option_cost_weights": True})) == "GreenDyGNN"
+    assert method(pd.Series({**row, "option_cost_weights": "False"})) == \
+        "GreenDyGNN w/o cost weights"
+    assert method(pd.Series(row)) == "GreenDyGNN"  # a runs table from before the option

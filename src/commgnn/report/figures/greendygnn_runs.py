@@ -35,7 +35,8 @@ def control_records(inputs: list[Path], part: str, filename: str
 
 def method(row: pd.Series) -> str:
     """DGL (``default``), BGL, RapidGNN, GreenDyGNN-static (its window in ``window``),
-    GreenDyGNN-heuristic, GreenDyGNN (a learned controller); other systems by name."""
+    GreenDyGNN-heuristic, GreenDyGNN (a learned controller; "GreenDyGNN w/o cost weights"
+    with uniform ones, the ablation); other systems by name."""
     base = row["base_system"]
     if base == "default":
         return "DGL"
@@ -48,7 +49,12 @@ def method(row: pd.Series) -> str:
     controller = row.get("option_controller")
     if controller == "static":
         return "GreenDyGNN-static"
-    return "GreenDyGNN-heuristic" if controller == "heuristic" else "GreenDyGNN"
+    if controller == "heuristic":
+        return "GreenDyGNN-heuristic"
+    weights = row.get("option_cost_weights")
+    uniform = weights is not None and not pd.isna(weights) and \
+        str(weights).lower() in ("false", "0", "0.0")
+    return "GreenDyGNN w/o cost weights" if uniform else "GreenDyGNN"
 
 
 def label_runs(frame: pd.DataFrame) -> pd.DataFrame:
