@@ -99,3 +99,23 @@ def test_a_measurement_can_say_whether_the_effect_holds():
                   dilated=False)
     # 1.25 would pass the value's direction test; the measurement says the effect fails
     assert judge(claim, _table(1.2, 1.3), RUNS, {})["verdict"] == "not reproduced"
+
+
+def test_a_measurement_can_set_its_band_and_an_unmet_condition():
+    def measure(unmet: str):
+        def inner(table: pd.DataFrame) -> Measured:
+            rows = select(table, "HopGNN", variant="All")
+            return Measured(float(rows["speedup"].mean()), math.nan, math.nan, rows,
+                            band=(1.2, 4.2), unmet=unmet)
+        return inner
+
+    def claim(unmet: str) -> Claim:
+        return Claim(id="toy", paper="HopGNN", claim="c", paper_value="1.2–4.2×",
+                     figure="toy_fig", measure=measure(unmet), band=ratio_band(1.33),
+                     direction=lambda v: v > 1, dilated=False)
+
+    row = judge(claim(""), _table(3.0, 4.0), RUNS, {})
+    assert (row["verdict"], row["band_low"], row["band_high"]) == ("reproduced", 1.2, 4.2)
+    row = judge(claim("slower than P3 in a cell"), _table(3.0, 4.0), RUNS, {})
+    assert row["verdict"] == "direction"
+    assert row["reason"] == "3.5 in [1.2, 4.2], same direction; slower than P3 in a cell"

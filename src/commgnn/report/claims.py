@@ -48,7 +48,11 @@ class Measured:
     """Our value, its spread (std over seeds or cells; NaN if one), the paper's value for
     the same cells (``paper_x``: what the band is around), and the rows behind it.
     ``holds``: whether the effect holds, where that takes more than the value (e.g. a
-    scaling efficiency above the baseline's); None: the claim's ``direction`` decides."""
+    scaling efficiency above the baseline's); None: the claim's ``direction`` decides.
+    ``band``: the band for these cells, where the rule sets its own (e.g. the paper's
+    printed range when no paper value matches our cells); None: the claim's.
+    ``unmet``: a condition beyond the band our rows fail (e.g. "slower in a cell"): the
+    value cannot count as reproduced, whatever the band says."""
 
     value: float
     spread: float
@@ -56,6 +60,8 @@ class Measured:
     rows: pd.DataFrame
     note: str = ""
     holds: bool | None = None
+    band: tuple[float, float] | None = None
+    unmet: str = ""
 
 
 Band = Callable[[float], tuple[float, float]]
@@ -171,12 +177,12 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
         measured = claim.measure(tables[claim.figure])
     except NotMeasured as exc:
         return {**row, "verdict": "not measured", "reason": f"{claim.figure}: {exc}"}
-    low, high = claim.band(measured.paper_x)
+    low, high = measured.band if measured.band is not None else claim.band(measured.paper_x)
     value = measured.value
     row.update(paper_x=measured.paper_x, workload=workload(measured.rows), our_value=value,
                our_spread=measured.spread, n=len(measured.rows), band_low=low,
                band_high=high)
-    note = f"; {measured.note}" if measured.note else ""
+    note = "".join(f"; {text}" for text in (measured.unmet, measured.note) if text)
     if claim.dilated and _dilated(runs, claim.systems) is False:
         return {**row, "verdict": "not comparable",
                 "reason": "runs on an undilated network: raw CPU times are compute-bound "
@@ -184,14 +190,15 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     if math.isnan(value):
         return {**row, "verdict": "not measured", "reason": f"no value{note}"}
     span = f"[{low:.3g}, {high:.3g}]"
-    if low <= value <= high:
+    if low <= value <= high and not measured.unmet:
         return {**row, "verdict": "reproduced", "reason": f"{value:.3g} in {span}{note}"}
+    where = "in" if low <= value <= high else "outside"
     holds = measured.holds if measured.holds is not None else (
         claim.direction is not None and claim.direction(value))
     if holds:
         return {**row, "verdict": "direction",
-                "reason": f"{value:.3g} outside {span}, same direction{note}"}
-    return {**row, "verdict": "not reproduced", "reason": f"{value:.3g} outside {span}{note}"}
+                "reason": f"{value:.3g} {where} {span}, same direction{note}"}
+    return {**row, "verdict": "not reproduced", "reason": f"{value:.3g} {where} {span}{note}"}
 
 
 def ledger(claims: list[Claim], inputs: list[Path]) -> pd.DataFrame:
