@@ -120,19 +120,19 @@ def _require(paths: list[Path], member: str | None = None) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from commgnn.dist.launcher import external_env, prestart_workers
-
-    if external_env() is None:  # local workers: the fork server imports while we check
-        prestart_workers("commgnn.train.loop")
-    from commgnn.checks import training_host_problems
-    from commgnn.train.loop import RunPaths, run
+    from commgnn.dist.launcher import external_env, prestart_fork_server
+    from commgnn.systems.registry import get_system
     from commgnn.train.spec import RunSpec
-    from commgnn.train.walltime import process_start
 
     try:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+    if external_env() is None and not get_system(spec.base_system).external:
+        prestart_fork_server("commgnn.train.loop")  # it imports while this process checks
+    from commgnn.checks import training_host_problems
+    from commgnn.train.loop import RunPaths, run
+    from commgnn.train.walltime import process_start
     given = {key: value for key, value in spec.training.items() if value is not None}
     cfg.validate(given, cfg.subschema("training"), prefix="--spec training")
     if isinstance(spec.network_spec, dict):

@@ -119,3 +119,13 @@ def test_a_measurement_can_set_its_band_and_an_unmet_condition():
     row = judge(claim("slower than P3 in a cell"), _table(3.0, 4.0), RUNS, {})
     assert row["verdict"] == "direction"
     assert row["reason"] == "3.5 in [1.2, 4.2], same direction; slower than P3 in a cell"
+
+
+def test_only_the_measured_rows_networks_decide_the_dilation():
+    table = {"toy_fig": pd.DataFrame({"variant": ["All", "All"], "network": ["10gbe-f60"] * 2,
+                                      "speedup": [1.8, 2.2]})}
+    runs = pd.DataFrame({"base_system": ["hopgnn", "hopgnn"],
+                         "network": ["10gbe-f60", "10gbe"], "time_dilation": [60.0, 1.0]})
+    assert judge(_claim(), table, runs, {})["verdict"] == "reproduced"  # the raw run aside
+    raw = {"toy_fig": table["toy_fig"].assign(network="10gbe")}
+    assert judge(_claim(), raw, runs, {})["verdict"] == "not comparable"

@@ -122,7 +122,8 @@ def test_two_layer_accuracy_parity(gaps, value, verdict):
 
 @pytest.mark.parametrize(("gap3", "gap4", "value", "verdict"), [
     (0.04, 0.10, 0.07, "reproduced"),
-    (0.02, -0.03, -0.005, "direction"),  # within 0.01 of DGL-METIS
+    (0.02, -0.01, 0.005, "direction"),  # ahead of DGL-METIS, by less than the band
+    (0.02, -0.03, -0.005, "not reproduced"),  # behind it, if only just
     (-0.04, -0.02, -0.03, "not reproduced"),
 ])
 def test_deeper_models_accuracy_lead(gap3, gap4, value, verdict):

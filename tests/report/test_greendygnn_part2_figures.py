@@ -128,9 +128,10 @@ def test_policy(tmp_path):
 
 def _runs_row(system: str, seed: int, energy: float, controller=None, cost_weights=None,
               window=None, base: str = "greendygnn", network: str = "cong") -> dict:
+    congestion = "none" if network == "clean" else "scenario:single-link"
     return {"system": system, "base_system": base, "dataset": "tiny", "partitioning": "metis2",
             "model": "sage", "layers": 2, "workers": 2, "batch_size": 256,
-            "network": network, "congestion": "scenario:single-link", "seed": seed,
+            "network": network, "congestion": congestion, "seed": seed,
             "energy_target_j": energy, "option_controller": controller,
             "option_cost_weights": cost_weights, "option_window": window}
 
@@ -151,9 +152,11 @@ def test_table2(tmp_path):
     out = tmp_path / "table2.png"
     data = greendygnn_table2.make([runs], out)
     assert out.stat().st_size > 0
-    assert list(data.columns)[:8] == ["dataset", "network", "variant", "system",
+    assert list(data.columns)[:9] == ["dataset", "network", "congested", "variant", "system",
                                       "energy_target_j_mean", "energy_target_j_std",
                                       "seeds", "vs_full"]
+    assert set(data.loc[data["network"] == "cong", "congested"]) == {True}
+    assert set(data.loc[data["network"] == "clean", "congested"]) == {False}
     cong = data[data["network"] == "cong"].set_index("variant")
     assert list(cong.index) == ["w/o RL (static W=8)", "w/o RL (static W=16)",
                                 "best static (W=8)", "heuristic (Eq. 7)",

@@ -123,27 +123,17 @@ def external_env(master_port: int = 0) -> DistEnv | None:
     return None
 
 
-def _die_with_parent(launcher_pid: int | None = None) -> None:
+def _die_with_parent(parent_pid: int | None = None) -> None:
     """Be killed when the parent dies (the launcher, or the fork server, which exits with
-    the launcher); exit now if ``launcher_pid`` is already gone (it died before the death
-    signal was set)."""
+    the launcher); exit now if the parent, ``parent_pid``, is already gone (it died before
+    the death signal was set)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: the launcher's own cleanup still applies
         pass
-    if launcher_pid is not None and not _alive(launcher_pid):
+    if parent_pid is not None and os.getppid() != parent_pid:
         os._exit(1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, someone else's
-        return True
-    return True
 
 
 # -- where to listen ------------------------------------------------------------------------
@@ -266,9 +256,10 @@ class WorkerTraceback(Exception):
 
 
 def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, addr: str,
-                 ports: list[int], control_path: str, launcher_pid: int,
+                 ports: list[int], control_path: str, parent_pid: int,
                  environ: dict[str, str]) -> None:
-    _die_with_parent(launcher_pid)
+    _die_with_parent(parent_pid)
+    _release_fork_server()
     if os.environ != environ:  # a forked worker has the fork server's; take the launcher's
         os.environ.clear()
         os.environ.update(environ)
@@ -283,6 +274,20 @@ def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, a
         sys.stderr.flush()
         os._exit(1)  # never hang in the interpreter's exit (threads, RPC agents)
     beat.stop()
+
+
+def _release_fork_server() -> None:
+    """Close this worker's copy of the fork server's liveness pipe. multiprocessing hands
+    it to every forked child (so that a child could fork through the server too); held by
+    the workers, it would keep the server — and with it the workers — alive after the
+    launcher died."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # private: there is no public way to let go of it
+    if server._forkserver_alive_fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
 
 
 def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
@@ -350,10 +355,12 @@ PRELOAD = ("torch", "torch.distributed.rpc", "torch._dynamo.utils", "numpy")
 
 def worker_context(module: str | None = None):
     """The multiprocessing context local workers start from (:data:`START_METHOD_ENV`),
-    the fork server preloading :data:`PRELOAD` and ``module`` (a commgnn one) — preloads take effect only
-    before this process's fork server first starts; anything else a worker imports
-    itself. A worker never inherits the launcher's threads (a fork server is a fresh
-    interpreter), and takes the launcher's environment as it is at launch."""
+    the fork server preloading :data:`PRELOAD` and ``module`` (a commgnn one) — preloads
+    take effect only before this process's fork server first starts; anything else a
+    worker imports itself. A worker never inherits the launcher's threads (a fork server is a fresh
+    interpreter), and takes the launcher's environment as it is at launch (what torch reads
+    when it is imported, e.g. ``TORCH_CPP_LOG_LEVEL``, is the fork server's: the
+    launcher's when the server started)."""
     method = os.environ.get(START_METHOD_ENV, "forkserver")
     if method not in START_METHODS:
         raise HostError(f"{START_METHOD_ENV}: {method!r} is not one of {list(START_METHODS)}")
@@ -364,14 +371,19 @@ def worker_context(module: str | None = None):
     return ctx
 
 
-def prestart_workers(module: str | None = None) -> None:
+def prestart_fork_server(module: str | None = None) -> None:
     """Start the fork server now (its imports overlap whatever this process does before
     :func:`launch`); a no-op with the spawn start method."""
-    ctx = worker_context(module)
-    if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
+    if worker_context(module).get_start_method() == "forkserver":
+        _fork_server_pid()
 
-        forkserver.ensure_running()
+
+def _fork_server_pid() -> int:
+    """This process's fork server (started if it is not running)."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+    return forkserver._forkserver._forkserver_pid  # private: no public accessor
 
 
 def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str = "127.0.0.1",
@@ -392,12 +404,15 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
                                f"{world_size} (one per partition)")
         _run_external(worker_fn, env, args)
         return
+    ctx = worker_context(worker_fn.__module__)  # a bad start method fails before any work
+    parent = os.getpid()
+    if ctx.get_start_method() == "forkserver":  # the workers' parent is the server
+        parent = _fork_server_pid()
     ports = [master_port, master_port + 1] if master_port else free_ports(master_addr, 2)
     control = heartbeat.ControlDir.create()
-    ctx = worker_context(worker_fn.__module__)
     procs = [ctx.Process(target=_local_entry, name=f"commgnn-worker-{rank}",
                          args=(rank, worker_fn, args, world_size, master_addr, ports,
-                               str(control.path), os.getpid(), dict(os.environ)))
+                               str(control.path), parent, dict(os.environ)))
              for rank in range(world_size)]
 
     def stop_children(signum, _frame):

@@ -151,11 +151,16 @@ def _text(value) -> str:
     return str(value)
 
 
-def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...]) -> bool | None:
-    """Whether every run of ``systems`` ran dilated (None: no such runs to tell)."""
+def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...],
+             rows: pd.DataFrame) -> bool | None:
+    """Whether every run of ``systems`` on the measured rows' datasets and networks (where
+    the rows name them) ran dilated (None: no such runs to tell)."""
     if runs is None or "time_dilation" not in runs:
         return None
     mine = runs[runs["base_system"].isin(systems)] if systems else runs
+    for column in ("dataset", "network"):
+        if column in rows and column in mine and rows[column].notna().any():
+            mine = mine[mine[column].isin(set(rows[column].dropna()))]
     if mine.empty:
         return None
     return bool((pd.to_numeric(mine["time_dilation"], errors="coerce") > 1).all())
@@ -183,7 +188,7 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
                our_spread=measured.spread, n=len(measured.rows), band_low=low,
                band_high=high)
     note = "".join(f"; {text}" for text in (measured.unmet, measured.note) if text)
-    if claim.dilated and _dilated(runs, claim.systems) is False:
+    if claim.dilated and _dilated(runs, claim.systems, measured.rows) is False:
         return {**row, "verdict": "not comparable",
                 "reason": "runs on an undilated network: raw CPU times are compute-bound "
                           f"here{note}"}

@@ -274,6 +274,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "steps_per_epoch": max(e["steps_max"] for e in epochs),
         "epoch_times_s": [e["time_s"] / f for e in epochs],
         "epoch_times_raw_s": [e["time_s"] for e in epochs],
+        **dict.fromkeys(walltime.KEYS, math.nan),  # a trainer that does not break it down
         **{k: v for k, v in run_info.items() if k not in ("time_dilation", "setup_s")},
         **metrics,
         "system_metrics": sorted(metrics),

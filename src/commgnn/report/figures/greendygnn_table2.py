@@ -22,7 +22,7 @@ from commgnn.report.figures.plotting import save_table
 
 FULL = "GreenDyGNN (full)"
 NO_WEIGHTS = "w/o Cost Weights"
-COLUMNS = ["dataset", "network", "variant", "system", "energy_target_j_mean",
+COLUMNS = ["dataset", "network", "congested", "variant", "system", "energy_target_j_mean",
            "energy_target_j_std", "seeds", "vs_full",
            *(k for k in WORKLOAD if k != "dataset")]
 
@@ -58,10 +58,13 @@ def load(inputs: list[Path]) -> pd.DataFrame:
 
 
 def ablation(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per workload, network and variant (configuration name): energy mean, std,
+    """One row per workload, network (``congested``: under a congestion schedule) and
+    variant (configuration name): energy mean, std,
     seeds and the change against the full system of the cell (a fraction; NaN unless the
     cell has exactly one full variant)."""
-    keys = [k for k in (*WORKLOAD, "network") if k in runs]
+    runs = runs.assign(congested=runs["congestion"].fillna("none") != "none"
+                       if "congestion" in runs else False)
+    keys = [k for k in (*WORKLOAD, "network", "congested") if k in runs]
     for option in ("option_controller", "option_cost_weights", "option_window"):
         if option not in runs:
             runs[option] = None
