@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -32,11 +33,12 @@ def _finished(results: Path, system: str, epoch_s: float = 0.25) -> None:
     (out / "summary.json").write_text(json.dumps({"mean_epoch_time_s": epoch_s}))
 
 
-def _staged(results: Path, system: str, launcher_pid: int, epochs: int) -> None:
+def _staged(results: Path, system: str, launcher_pid: int, epochs: int,
+            host: str | None = None) -> None:
     staging = results / "runs" / system / "tiny" / "metis2" / f"{CELL}.partial"
     _epochs(staging, epochs, torn=True)
-    (staging / "workers.json").write_text(json.dumps({"launcher_pid": launcher_pid,
-                                                      "worker_pids": []}))
+    (staging / "workers.json").write_text(json.dumps({
+        "launcher_pid": launcher_pid, "worker_pids": [], "host": host or socket.gethostname()}))
 
 
 def _log(results: Path, system: str, text: str) -> None:
@@ -55,6 +57,7 @@ def _results(tmp_path: Path) -> Path:
     _log(results, "done", "INFO epoch 3/3: ...\n")
     _staged(results, "going", os.getpid(), 1)  # this process stands in for its launcher
     _staged(results, "killed", _dead_pid(), 2)
+    _staged(results, "remote", os.getpid(), 2, host="another-host")  # its pid means nothing
     _staged(results, "broke", _dead_pid(), 1)
     _log(results, "broke", f"INFO epoch 1/3: ...\n{ERROR}\n")
     _log(results, "never", f"{ERROR}\n")  # failed before any record
@@ -70,7 +73,8 @@ def test_each_run_gets_its_state(tmp_path):
     by_system = {s.run.split("/")[0]: s for s in run_statuses(_results(tmp_path))}
     assert {k: (s.state, s.epochs) for k, s in by_system.items()} == {
         "broke": ("failed", 1), "done": ("finished", 3), "extended": ("failed", 3),
-        "going": ("running", 1), "killed": ("partial", 2), "never": ("failed", 0)}
+        "going": ("running", 1), "killed": ("partial", 2), "never": ("failed", 0),
+        "remote": ("partial", 2)}
     assert by_system["done"].epoch_s == 0.25
     assert by_system["broke"].detail == ERROR
     assert by_system["done"].run == f"done/tiny/metis2/{CELL}"

@@ -4,9 +4,11 @@ A run is ``<results>/runs/<system>/<dataset>/<partitioning>/<cell>``; its stagin
 (``<cell>.partial``, the records of a run in progress) and its Snakemake log
 (``<results>/logs/train/…/<cell>.log``) say the rest:
 
-- ``running``: a staging directory whose launcher (``workers.json``) is alive;
-- ``failed``: the log's last line reports an error (``commgnn train: error: …``) and
-  nothing is running (a failed extension of a finished run too: the finished one stays);
+- ``running``: a staging directory whose launcher (``workers.json``, written by a local
+  launch: under torchrun or srun a run in progress shows as partial) is alive on this host;
+- ``failed``: the log reports an error (``commgnn train: error: …``; each attempt rewrites
+  its log) and nothing is running (a failed extension of a finished run too: the finished
+  one stays);
 - ``partial``: a staging directory, nothing running, no error (killed, or interrupted);
 - ``finished``: a ``summary.json`` and nothing else going on.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +49,12 @@ def _epochs(directory: Path) -> int:
 
 def _launcher_alive(staging: Path) -> bool:
     try:
-        pid = int(json.loads((staging / "workers.json").read_text())["launcher_pid"])
+        record = json.loads((staging / "workers.json").read_text())
+        pid = int(record["launcher_pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return False
+    if record.get("host", socket.gethostname()) != socket.gethostname():
+        return False  # another host's pid says nothing here
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -90,8 +96,7 @@ def _status(runs_dir: Path, logs_dir: Path, name: str) -> RunStatus:
     finished = summary.is_file()
     if staging.is_dir() and _launcher_alive(staging):
         return RunStatus(name, "running", _epochs(staging), None, "")
-    if error and (staging.is_dir() or not finished or
-                  (logs_dir / f"{name}.log").stat().st_mtime > summary.stat().st_mtime):
+    if error:
         where = staging if staging.is_dir() else out
         return RunStatus(name, "failed", _epochs(where), None, error)
     if staging.is_dir():

@@ -192,7 +192,8 @@ def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) ->
 
         def on_start(pids: list[int]) -> None:
             write_json_atomic(staging / "workers.json",
-                              {"launcher_pid": os.getpid(), "worker_pids": pids})
+                              {"launcher_pid": os.getpid(), "worker_pids": pids,
+                               "host": socket.gethostname()})
 
     started = (called if process_started is None else process_started, time.time())
     launch(worker_main, (spec.to_json(), paths, started), spec.workers,
