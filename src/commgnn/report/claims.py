@@ -194,16 +194,16 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
                           f"here{note}"}
     if math.isnan(value):
         return {**row, "verdict": "not measured", "reason": f"no value{note}"}
-    span = f"[{low:.3g}, {high:.3g}]"
+    span = f"[{low:.4g}, {high:.4g}]"
     if low <= value <= high and not measured.unmet:
-        return {**row, "verdict": "reproduced", "reason": f"{value:.3g} in {span}{note}"}
+        return {**row, "verdict": "reproduced", "reason": f"{value:.4g} in {span}{note}"}
     where = "in" if low <= value <= high else "outside"
     holds = measured.holds if measured.holds is not None else (
         claim.direction is not None and claim.direction(value))
     if holds:
         return {**row, "verdict": "direction",
-                "reason": f"{value:.3g} {where} {span}, same direction{note}"}
-    return {**row, "verdict": "not reproduced", "reason": f"{value:.3g} {where} {span}{note}"}
+                "reason": f"{value:.4g} {where} {span}, same direction{note}"}
+    return {**row, "verdict": "not reproduced", "reason": f"{value:.4g} {where} {span}{note}"}
 
 
 def ledger(claims: list[Claim], inputs: list[Path]) -> pd.DataFrame:
