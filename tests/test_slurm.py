@@ -85,7 +85,8 @@ def test_tiny_pipeline_through_the_slurm_profile(slurm_cluster, repo_root, tmp_p
     # (a) every job but the `all` target went through SLURM, and SLURM ran it to completion
     submitted = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", log))
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", log, re.M))
-    assert len(submitted) == int(stats["total"]) - int(stats["all"]) == 5
+    # dataset, partition, partition_table, train, runs_table, compare, claims, figure_index
+    assert len(submitted) == int(stats["total"]) - int(stats["all"]) == 8
     run_id = re.search(r"SLURM run ID: (\S+)", log).group(1)
     queue = subprocess.run(["squeue", "-h", "-t", "all", "-n", run_id, "-o", "%i|%k|%T"],
                            capture_output=True, text=True, check=True).stdout.split()
@@ -93,8 +94,8 @@ def test_tiny_pipeline_through_the_slurm_profile(slurm_cluster, repo_root, tmp_p
     assert set(jobs) == set(submitted.values())
     assert {state for _, state in jobs.values()} == {"COMPLETED"}
     assert sorted(re.sub(r"_wildcards.*", "", c) for c, _ in jobs.values()) == [
-        "rule_dataset", "rule_partition", "rule_partition_table", "rule_runs_table",
-        "rule_train"]
+        "rule_claims", "rule_compare", "rule_dataset", "rule_figure_index", "rule_partition",
+        "rule_partition_table", "rule_runs_table", "rule_train"]
 
     # (b) the train cell ran as 2 srun tasks, one worker each
     run = tmp_path / "slurm" / RUN

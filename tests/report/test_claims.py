@@ -129,3 +129,11 @@ def test_only_the_measured_rows_networks_decide_the_dilation():
     assert judge(_claim(), table, runs, {})["verdict"] == "reproduced"  # the raw run aside
     raw = {"toy_fig": table["toy_fig"].assign(network="10gbe")}
     assert judge(_claim(), raw, runs, {})["verdict"] == "not comparable"
+
+
+def test_rows_named_otherwise_than_the_runs_fall_back_to_all_the_systems_runs():
+    table = {"toy_fig": pd.DataFrame({"variant": ["All"], "dataset": ["Average"],
+                                      "speedup": [2.0]})}
+    runs = pd.DataFrame({"base_system": ["hopgnn"], "dataset": ["tiny"],
+                         "time_dilation": [1.0]})
+    assert judge(_claim(), table, runs, {})["verdict"] == "not comparable"

@@ -119,9 +119,11 @@ def test_stopped_worker_is_named_by_its_heartbeat(tiny_inputs, tmp_path, make_sp
     os.kill(pids[1], signal.SIGSTOP)
     line, took = finish(proc, time.monotonic())
     print(f"SIGSTOP worker 1: {took:.1f} s")
-    assert re.fullmatch(rf"commgnn train: error: worker 1 \(pid {pids[1]}\) was stopped "
-                        r"\(SIGSTOP\): no heartbeat for (\d+\.\d) s; stopped the other workers",
-                        line), line
+    # the signal is named where the launcher is the worker's parent (COMMGNN_WORKER_START=
+    # spawn); a forked worker's parent is the fork server, so only its stopped state shows
+    assert re.fullmatch(rf"commgnn train: error: worker 1 \(pid {pids[1]}\) was stopped"
+                        r"( \(SIGSTOP\))?: no heartbeat for (\d+\.\d) s; stopped the other "
+                        r"workers", line), line
     assert 3 <= float(re.search(r"for ([\d.]+) s", line).group(1)) < 6
     assert took < BOUND_S
     assert_gone(pids)

@@ -57,7 +57,7 @@ CONTROL_PREFIX = "commgnn-ctl-"
 LAUNCHER_FILE = "launcher.pid"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether process ``pid`` exists (a zombie counts as gone)."""
     if not os.path.isdir("/proc"):
         try:
@@ -193,7 +193,7 @@ class ControlDir:
                 pid = int((path / LAUNCHER_FILE).read_text())
             except (OSError, ValueError):
                 continue  # being created, or not ours to judge
-            if not _alive(pid):
+            if not alive(pid):
                 shutil.rmtree(path, ignore_errors=True)
 
     def _beat_file(self, rank: int) -> Path:
@@ -276,7 +276,8 @@ class Progress:
 
 
 def stop_signal(pid: int) -> str:
-    """The signal that stopped child ``pid`` (``SIGSTOP``), or ``""`` if unknown."""
+    """The signal that stopped child ``pid`` (``SIGSTOP``), or ``""`` if unknown (also when
+    ``pid`` is not this process's child: a worker forked by the fork server)."""
     try:
         info = os.waitid(os.P_PID, pid, os.WSTOPPED | os.WNOHANG | os.WNOWAIT)
     except (ChildProcessError, OSError, AttributeError):

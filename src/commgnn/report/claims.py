@@ -153,14 +153,17 @@ def _text(value) -> str:
 
 def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...],
              rows: pd.DataFrame) -> bool | None:
-    """Whether every run of ``systems`` on the measured rows' datasets and networks (where
-    the rows name them) ran dilated (None: no such runs to tell)."""
+    """Whether every run of ``systems`` on the measured rows' datasets and networks ran
+    dilated (None: no such runs to tell). Rows that name their dataset or network otherwise
+    than the runs do (a paper's name, an average row) narrow nothing: all the systems' runs
+    count then."""
     if runs is None or "time_dilation" not in runs:
         return None
     mine = runs[runs["base_system"].isin(systems)] if systems else runs
     for column in ("dataset", "network"):
-        if column in rows and column in mine and rows[column].notna().any():
-            mine = mine[mine[column].isin(set(rows[column].dropna()))]
+        if column in rows and column in mine:
+            narrowed = mine[mine[column].isin(set(rows[column].dropna()))]
+            mine = narrowed if not narrowed.empty else mine
     if mine.empty:
         return None
     return bool((pd.to_numeric(mine["time_dilation"], errors="coerce") > 1).all())

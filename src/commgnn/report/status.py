@@ -16,10 +16,11 @@ A run is ``<results>/runs/<system>/<dataset>/<partitioning>/<cell>``; its stagin
 from __future__ import annotations
 
 import json
-import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+
+from commgnn.dist.heartbeat import alive
 
 STATES = ("running", "failed", "partial", "finished")
 STAGING_SUFFIX = ".partial"
@@ -55,13 +56,7 @@ def _launcher_alive(staging: Path) -> bool:
         return False
     if record.get("host", socket.gethostname()) != socket.gethostname():
         return False  # another host's pid says nothing here
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return alive(pid)
 
 
 def _error(log: Path) -> str:
