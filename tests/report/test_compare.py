@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from commgnn.report.figures import compare
-from commgnn.report.palette import GREY, SYSTEM_COLOURS, system_styles
+from commgnn.report.palette import GREY, system_styles
+from commgnn.systems.registry import discover, get_system
 
 WORKLOAD = {"dataset": "arxiv", "model": "sage", "layers": 2, "workers": 4,
             "batch_size": 1024, "network": "10gbe", "congestion": "none", "epochs": 3}
@@ -68,9 +69,13 @@ def test_the_figure_draws_the_workloads_with_most_systems():
 def test_a_system_keeps_its_colour_and_a_variant_gets_a_hatch():
     styles = system_styles([("dgl-global", "default"), ("default", "default"),
                             ("oracle", "oracle"), ("rapidgnn-h5k", "rapidgnn")])
-    assert styles["default"] == (SYSTEM_COLOURS["default"], "")
-    assert styles["dgl-global"][0] == SYSTEM_COLOURS["default"]
+    assert styles["default"] == (get_system("default").colour, "")
+    assert styles["dgl-global"][0] == get_system("default").colour
     assert styles["dgl-global"][1] != ""
     assert styles["oracle"] == (GREY, "")
-    assert styles["rapidgnn-h5k"] == (SYSTEM_COLOURS["rapidgnn"], "")  # the only one
-    assert len(set(SYSTEM_COLOURS.values())) == len(SYSTEM_COLOURS)
+    assert styles["rapidgnn-h5k"] == (get_system("rapidgnn").colour, "")  # the only one
+    # every built-in system declares a colour of its own
+    built_in = [cls for cls in discover().values()
+                if cls.__module__.startswith("commgnn.systems.")]
+    colours = [cls.colour for cls in built_in]
+    assert None not in colours and len(set(colours)) == len(colours)

@@ -1,27 +1,24 @@
-"""One colour per system in every comparison figure: Paul Tol's colour-blind-safe "muted"
-palette, fixed per base system (the oracle, the compute-only limit, in grey); a named
-variant of a system (``dgl-global``, ``greendygnn-heuristic``) takes its base's colour
-with a hatch of its own."""
+"""One colour per system in every comparison figure, from Paul Tol's colour-blind-safe
+"muted" palette: each system declares its own (``System.colour``, in its module); a named
+variant of a system (``dgl-global``, ``greendygnn-heuristic``) takes its base's colour with
+a hatch of its own."""
 
 from __future__ import annotations
 
-#: Paul Tol's muted palette (https://personal.sron.nl/~pault/), in his order.
+from commgnn.systems.registry import discover
+
+#: Paul Tol's muted palette (https://personal.sron.nl/~pault/), in his order, and its grey.
 MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
          "#882255", "#AA4499")
 GREY = "#DDDDDD"
-SYSTEM_COLOURS = {
-    "default": "#332288", "hopgnn": "#88CCEE", "greendygnn": "#44AA99",
-    "rapidgnn": "#117733", "bgl": "#999933", "clustergcn": "#DDCC77", "grappa": "#CC6677",
-    "p3": "#882255", "distdgl": "#AA4499", "oracle": GREY,
-}
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++")
 
 
 def system_colour(base_system: str) -> str:
-    """The colour of ``base_system`` (an unknown one: a palette colour by its name)."""
-    if base_system in SYSTEM_COLOURS:
-        return SYSTEM_COLOURS[base_system]
-    return MUTED[sum(map(ord, base_system)) % len(MUTED)]
+    """The colour ``base_system`` declares (one that declares none, or an unknown name: a
+    palette colour by its name)."""
+    declared = getattr(discover().get(base_system), "colour", None)
+    return declared or MUTED[sum(map(ord, base_system)) % len(MUTED)]
 
 
 def system_styles(entries: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:

@@ -152,6 +152,8 @@ class System(ABC):
       all-reduce (or :meth:`gradient_hook`);
     - ``figures``: ``{figure module: inputs}`` (keys of :data:`FIGURE_INPUTS`), built by
       the workflow whenever the experiment matrix runs the system;
+    - ``colour``: its colour in the comparison figures (one of Paul Tol's colour-blind-safe
+      "muted" palette, ``report/palette.py``).
     - ``external``: the system trains outside commgnn's loop (another framework, in its
       own environment): ``commgnn train`` calls its ``run_external(spec, paths)``, which
       writes the same run directory (records, ``summary.json``) and returns the summary.
@@ -169,6 +171,9 @@ class System(ABC):
     wants_ddp: ClassVar[bool] = True
     external: ClassVar[bool] = False
     figures: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: The system's colour in every comparison figure (``report/palette.py``; None: one
+    #: from the palette by its name).
+    colour: ClassVar[str | None] = None
 
     ctx: WorkerContext
     model: torch.nn.Module  # the bare model (evaluation, checkpoints)

@@ -111,6 +111,7 @@ class ClusterBatch(PreparedBatch):
 
 class ClusterGCNSystem(System):
     name = "clustergcn"
+    colour = "#DDCC77"
     partition_methods = ("metis",)
     options = {
         "clusters": {"type": "integer", "minimum": 1, "default": 64,

@@ -28,6 +28,7 @@ from commgnn.systems.base import PreparedBatch, System
 
 class DefaultSystem(System):
     name = "default"
+    colour = "#332288"
     options = {
         "schedule": {"enum": ["owned", "global"], "default": "owned",
                      "description": "owned: each worker trains its partition's training "

@@ -166,6 +166,7 @@ class DistDGL(System):
     """DistDGL (DGL 2.1.0) on commgnn's partitions, in the DGL environment."""
 
     name = "distdgl"
+    colour = "#AA4499"
     needs = ("dgl_partition",)
     uses_network = False  # DGL's own sockets: commgnn's link model does not apply
     external = True

@@ -161,6 +161,7 @@ class LocalPartition:
 
 class GrappaSystem(System):
     name = "grappa"
+    colour = "#CC6677"
     partition_methods = ("chunk",)
     options = {
         "estimator": {"enum": list(ESTIMATORS), "default": "resampling",

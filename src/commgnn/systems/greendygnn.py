@@ -206,6 +206,7 @@ class _WindowStats:
 
 class GreenDyGNNSystem(System):
     name = "greendygnn"
+    colour = "#44AA99"
     options = {
         "controller": {"enum": ["static", "heuristic", "dqn"], "default": "static",
                        "description": "who picks each window: static (fixed W, uniform), "

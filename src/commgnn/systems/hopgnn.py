@@ -224,6 +224,7 @@ def _empty_batch() -> MiniBatch:
 
 class HopGNNSystem(System):
     name = "hopgnn"
+    colour = "#88CCEE"
     wants_ddp = False
     options = {
         "mode": {"enum": ["micrograph", "naive"], "default": "micrograph",

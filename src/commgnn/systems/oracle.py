@@ -12,6 +12,7 @@ from commgnn.systems.default import DefaultSystem
 
 class OracleSystem(DefaultSystem):
     name = "oracle"
+    colour = "#DDDDDD"  # the compute-only limit: grey
     uses_network = False
     options = {"sampling": {**DefaultSystem.options["sampling"], "default": "replicated"}}
 

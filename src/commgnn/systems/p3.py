@@ -273,6 +273,7 @@ class _Flight:
 
 class P3System(DefaultSystem):
     name = "p3"
+    colour = "#882255"
     wants_ddp = False
     options = {
         "pipeline": {"type": "integer", "minimum": 0, "maximum": 8, "default": 0,
