@@ -32,6 +32,10 @@ from commgnn.report.claims import (
     select,
 )
 from commgnn.report.figures.greendygnn_runs import WORKLOAD
+from commgnn.systems.bgl import BGLSystem
+from commgnn.systems.default import DefaultSystem
+from commgnn.systems.greendygnn import GreenDyGNNSystem
+from commgnn.systems.rapidgnn import RapidGNNSystem
 
 PAPER = "GreenDyGNN"
 LEARNED, HEURISTIC = "GreenDyGNN", "GreenDyGNN-heuristic"
@@ -315,32 +319,32 @@ def _window_shift(table: pd.DataFrame) -> Measured:
         "under congestion (info)", _seeds(rows)))
 
 
-_BASELINES = ("default", "bgl", "rapidgnn", "greendygnn")
+_BASELINES = (DefaultSystem.name, BGLSystem.name, RapidGNNSystem.name, GreenDyGNNSystem.name)
 
 CLAIMS: list[Claim] = [
     Claim(id="greendygnn-energy-vs-dgl-congested", paper=PAPER,
           claim="Under congestion GreenDyGNN's total energy is 27–43 % below Default DGL's.",
           paper_value="27–43 % (up to 43 %)", figure="greendygnn_table1",
           measure=learned(_saving("DGL")), band=matched_band(0.27, 0.43, 0.05),
-          direction=lambda v: v > 0, systems=("default", "greendygnn"),
+          direction=lambda v: v > 0, systems=(DefaultSystem.name, GreenDyGNNSystem.name),
           where="abstract; §VI-G, Table I",
           notes=("matched cells: the paper's per-config saving ± 0.05",)),
     Claim(id="greendygnn-energy-vs-rapidgnn-congested", paper=PAPER,
           claim="Under congestion GreenDyGNN's total energy is 4–24 % below RapidGNN's.",
           paper_value="4–24 %", figure="greendygnn_table1",
           measure=learned(_saving("RapidGNN")), band=matched_band(0.04, 0.24, 0.05),
-          direction=lambda v: v > 0, systems=("rapidgnn", "greendygnn"),
+          direction=lambda v: v > 0, systems=(RapidGNNSystem.name, GreenDyGNNSystem.name),
           where="§I contribution 4; §VI-G, Table I",
           notes=("matched cells: the paper's per-config saving ± 0.05",)),
     Claim(id="greendygnn-congestion-overhead-absorbed", paper=PAPER,
           claim="GreenDyGNN absorbs up to 26 pp of the congestion overhead RapidGNN suffers.",
           paper_value="3–26 pp", figure="greendygnn_fig5", measure=learned(_absorbed),
           band=fixed_band(3.0, 26.0), direction=lambda v: v > 0,
-          systems=("rapidgnn", "greendygnn"), where="§VI-B, Fig. 5"),
+          systems=(RapidGNNSystem.name, GreenDyGNNSystem.name), where="§VI-B, Fig. 5"),
     Claim(id="greendygnn-congestion-overhead-static-penalty", paper=PAPER,
           claim="Congestion raises static caching's (RapidGNN's) energy by 18–45 %.",
           paper_value="18–45 %", figure="greendygnn_fig5", measure=_static_penalty,
-          band=fixed_band(18.0, 45.0), direction=lambda v: v > 0, systems=("rapidgnn",),
+          band=fixed_band(18.0, 45.0), direction=lambda v: v > 0, systems=(RapidGNNSystem.name,),
           where="abstract; §VI-B, Fig. 5"),
     Claim(id="greendygnn-epoch-time", paper=PAPER,
           claim="Under congestion GreenDyGNN's epoch time is 2–18 % below RapidGNN's.",
@@ -356,12 +360,12 @@ CLAIMS: list[Claim] = [
           claim="Without the RL controller (static W = 16) energy rises 7.4–9.4 %.",
           paper_value="+7.4/+7.8/+9.4 % (derived)", figure="greendygnn_table2",
           measure=_ablation("w/o RL (static W=16)", 0), band=fixed_band(0.055, 0.118),
-          direction=lambda v: v > 0, systems=("greendygnn",), where="§VI-H, Table II"),
+          direction=lambda v: v > 0, systems=(GreenDyGNNSystem.name,), where="§VI-H, Table II"),
     Claim(id="greendygnn-ablation-cost-weights", paper=PAPER,
           claim="Without per-owner cost weights energy rises 3.0–3.5 %.",
           paper_value="+3.0/+3.4/+3.5 % (derived)", figure="greendygnn_table2",
           measure=_ablation("w/o Cost Weights", 1), band=fixed_band(0.022, 0.044),
-          direction=lambda v: v > 0, systems=("greendygnn",), where="§VI-H, Table II"),
+          direction=lambda v: v > 0, systems=(GreenDyGNNSystem.name,), where="§VI-H, Table II"),
     Claim(id="greendygnn-simulator-fidelity", paper=PAPER,
           claim="The calibrated simulator predicts mean step time with a mean error of 2.8 %.",
           paper_value="2.8 %", figure="greendygnn_fig8", measure=_error("mean"),
@@ -375,6 +379,6 @@ CLAIMS: list[Claim] = [
     Claim(id="greendygnn-window-shift", paper=PAPER,
           claim="Congestion halves the energy-optimal rebuild window (16 → about 8).",
           paper_value="W* 16 → 8", figure="greendygnn_fig2", measure=_window_shift,
-          band=fixed_band(0.0, 0.5), direction=lambda v: v < 1, systems=("greendygnn",),
+          band=fixed_band(0.0, 0.5), direction=lambda v: v < 1, systems=(GreenDyGNNSystem.name,),
           where="§I; §IV-A", notes=("ours: 20 ms congestion, not 4 ms",)),
 ]

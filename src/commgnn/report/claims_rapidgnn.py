@@ -27,10 +27,12 @@ from commgnn.report.claims import (
 )
 from commgnn.report.figures import rapidgnn_fig4, rapidgnn_fig6, rapidgnn_table2, rapidgnn_table3
 from commgnn.report.figures.rapidgnn_runs import CELL, RAPIDGNN
+from commgnn.systems.default import DefaultSystem
+from commgnn.systems.rapidgnn import RapidGNNSystem
 
 PAPER_NAME = "RapidGNN"
 #: The base systems behind every role (the dilation gate).
-SYSTEMS = ("rapidgnn", "default")
+SYSTEMS = (RapidGNNSystem.name, DefaultSystem.name)
 FACTOR = 1.33
 BASELINE = "DGL-METIS"
 
