@@ -3,11 +3,10 @@ DAG with the comparison, the claims ledger, GreenDyGNN's control chain and every
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from dry_run import job_counts
 
 from commgnn.systems.registry import discover
 from commgnn.train.spec import expand_experiments
@@ -27,14 +26,7 @@ def test_compare_config_runs_every_system_on_one_workload(repo_root, tmp_path):
         assert {r.base_system for r in sage if r.network == network} == SYSTEMS - {
             "clustergcn"}
     assert {run.seed for run in runs} == {0, 1, 2}
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile",
-         str(repo_root / "Snakefile"), "--directory", str(tmp_path), "--configfile",
-         str(CONFIG), "--dry-run", "--quiet", "rules"],
-        capture_output=True, text=True, check=False, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    counts = dict(line.split()[:2] for line in proc.stdout.splitlines()
-                  if len(line.split()) == 2 and line.split()[1].isdigit())
+    counts = job_counts(repo_root, tmp_path, CONFIG)
     assert int(counts["train"]) == len(runs)
     for rule in ("compare", "claims", "figure_index", "calibrate", "train_policy"):
         assert int(counts[rule]) == 1, rule

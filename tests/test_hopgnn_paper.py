@@ -3,11 +3,10 @@ dataset, system, model (3, 7 and 10 layers, hidden 16 and 128) and seed is a tra
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from dry_run import job_counts
 
 from commgnn.systems.hopgnn import HopGNNSystem
 from commgnn.train.spec import expand_experiments
@@ -26,13 +25,6 @@ def test_hopgnn_paper_config_builds_the_whole_grid(repo_root, tmp_path):
     hidden = {run.model: run.get("hidden") for run in runs}
     assert hidden["film_h128-10"] == 128 and hidden["sage_h16"] == 16
     assert {run.partitioning for run in runs if run.system == "p3"} == {"random4"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile",
-         str(repo_root / "Snakefile"), "--directory", str(tmp_path), "--configfile",
-         str(PAPER_CONFIG), "--dry-run", "--quiet", "rules"],
-        capture_output=True, text=True, check=False, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    counts = dict(line.split()[:2] for line in proc.stdout.splitlines()
-                  if line.split() and line.split()[0] in ("train", "system_figure"))
+    counts = job_counts(repo_root, tmp_path, PAPER_CONFIG)
     assert int(counts["train"]) == len(runs)
     assert int(counts["system_figure"]) == len(HopGNNSystem.figures)

@@ -215,20 +215,11 @@ def test_runs_read_only_own_rows_and_batch_q_clusters_by_hand(tiny_inputs, tmp_p
 
 
 def test_the_shipped_config_validates_and_builds_table_5(repo_root, tmp_path):
-    import subprocess
-    import sys
+    from dry_run import job_counts
 
     from commgnn.systems.grappa import GrappaSystem
 
-    config = repo_root / "configs" / "clustergcn.yaml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile",
-         str(repo_root / "Snakefile"), "--directory", str(tmp_path), "--configfile",
-         str(config), "--dry-run", "--quiet", "rules"],
-        capture_output=True, text=True, check=False, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    counts = dict(line.split()[:2] for line in proc.stdout.splitlines()
-                  if line.split() and line.split()[0] in ("train", "system_figure"))
+    counts = job_counts(repo_root, tmp_path, repo_root / "configs" / "clustergcn.yaml", 300)
     assert int(counts["train"]) == 6  # Cluster-GCN and Grappa, 3 seeds each
     assert int(counts["system_figure"]) == len({**GrappaSystem.figures,
                                                 **ClusterGCNSystem.figures})
