@@ -205,6 +205,13 @@ def test_ablation_without_a_congested_column_keeps_every_network_and_says_so():
     assert "no congested column: every network kept (clean, single-link)" in rl["reason"]
 
 
+def test_ablation_of_another_static_window_is_measured_and_named():
+    rows = [r for r in ABLATION if "W=16" not in r[2]]
+    rl = _row("greendygnn-ablation-rl", _table2(rows, congested=True))
+    assert rl["our_value"] == pytest.approx(0.2)  # static W=8, with cost weights
+    assert "no w/o RL (static W=16) rows: measured on w/o RL (static W=8)" in rl["reason"]
+
+
 def test_ablation_without_the_full_system_is_not_measured():
     rows = [r for r in ABLATION if r[2] != "GreenDyGNN (full)"]
     row = _row("greendygnn-ablation-rl", _table2(rows, congested=True))

@@ -246,16 +246,21 @@ SYSTEM_FIGURES = {name: inputs for spec in RUNS.values()
                   for name, inputs in get_system(spec.base_system).figures.items()}
 
 
+def figure_input_paths():
+    """Paths of each kind of pipeline product a declared figure may read (keys of
+    `systems.base.FIGURE_INPUTS`) that this config builds."""
+    return {"runs": [f"{RESULTS}/tables/runs.csv"] if RUNS else [],
+            "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
+            "partitions": all_partitions(),
+            "run_dirs": all_runs(),
+            "control": control_targets(),
+            "presamples": all_presamples(),
+            "datasets": [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])]}
+
+
 def system_figure_inputs(w):
-    """The pipeline products a declared figure reads (keys of
-    `systems.base.FIGURE_INPUTS`), in the declared order."""
-    paths = {"runs": [f"{RESULTS}/tables/runs.csv"],
-             "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
-             "partitions": all_partitions(),
-             "run_dirs": all_runs(),
-             "control": control_targets(),
-             "presamples": all_presamples(),
-             "datasets": [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])]}
+    """The pipeline products a declared figure reads, in the declared order."""
+    paths = figure_input_paths()
     return [path for kind in SYSTEM_FIGURES[w.name] for path in paths[kind]]
 
 
@@ -350,6 +355,13 @@ def control_targets():
     parts = ["calibration", "policy"] + (["validation"] if CONTROL.get("validate", True) else [])
     return [f"{RESULTS}/control/{key}/{part}" for key in sorted(CONTROL_TEMPLATES)
             for part in parts]
+
+
+# A declared figure is built only where the config builds every kind of product it reads
+# (e.g. GreenDyGNN's calibration and policy figures need a run with `controller: dqn`).
+_FIGURE_PATHS = figure_input_paths()
+SYSTEM_FIGURES = {name: kinds for name, kinds in SYSTEM_FIGURES.items()
+                  if all(_FIGURE_PATHS[kind] for kind in kinds)}
 
 
 # The DGL environment (systems that need a `dgl_partition`, e.g. distdgl): its interpreter
