@@ -220,3 +220,14 @@ def test_the_learned_controller_without_cost_weights_is_its_own_method():
     assert method(pd.Series({**row, "option_cost_weights": "False"})) == \
         "GreenDyGNN w/o cost weights"
     assert method(pd.Series(row)) == "GreenDyGNN"  # a runs table from before the option
+
+
+def test_dgl_is_the_owned_schedule_and_the_global_one_is_named_apart():
+    """GreenDyGNN's DGL is DistDGL's own schedule; beside it, the HopGNN and Grappa
+    papers' global schedule is another method (else the claims see two DGL rows)."""
+    from commgnn.report.figures.greendygnn_runs import method
+
+    assert method(pd.Series({"base_system": "default", "option_schedule": "owned"})) == "DGL"
+    assert method(pd.Series({"base_system": "default"})) == "DGL"
+    assert method(pd.Series({"base_system": "default", "option_schedule": "global"})) == \
+        "DGL (global schedule)"

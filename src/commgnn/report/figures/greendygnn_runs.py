@@ -34,12 +34,13 @@ def control_records(inputs: list[Path], part: str, filename: str
 
 
 def method(row: pd.Series) -> str:
-    """DGL (``default``), BGL, RapidGNN, GreenDyGNN-static (its window in ``window``),
-    GreenDyGNN-heuristic, GreenDyGNN (a learned controller; "GreenDyGNN w/o cost weights"
-    with uniform ones, the ablation); other systems by name."""
+    """DGL (``default``, DistDGL's owned schedule; "DGL (global schedule)" with the
+    HopGNN and Grappa papers' one), BGL, RapidGNN, GreenDyGNN-static (its window in
+    ``window``), GreenDyGNN-heuristic, GreenDyGNN (a learned controller; "GreenDyGNN w/o
+    cost weights" with uniform ones, the ablation); other systems by name."""
     base = row["base_system"]
     if base == "default":
-        return "DGL"
+        return "DGL (global schedule)" if row.get("option_schedule") == "global" else "DGL"
     if base == "bgl":
         return "BGL"
     if base == "rapidgnn":

@@ -46,7 +46,8 @@ def draw_table(ax, shown: pd.DataFrame, empty: str, fontsize: int = 7) -> None:
     if shown.empty:
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
         return
-    table = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
+    table = ax.table(cellText=shown.values, colLabels=list(shown.columns),
+                     loc="upper center", cellLoc="left")
     table.auto_set_font_size(False)
     table.set_fontsize(fontsize)
     table.auto_set_column_width(list(range(len(shown.columns))))
