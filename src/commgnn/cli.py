@@ -231,6 +231,16 @@ def cmd_figure(args: argparse.Namespace) -> None:
     if args.name not in FIGURES:
         raise cfg.ConfigError(f"unknown figure {args.name!r}; known: {FIGURES}")
     _require(args.inputs)
+    if args.colours is not None:
+        from commgnn.report.palette import use_colours
+
+        try:
+            colours = json.loads(args.colours)
+        except json.JSONDecodeError as exc:
+            raise cfg.ConfigError(f"--colours: not JSON ({exc})") from exc
+        if not isinstance(colours, dict):
+            raise cfg.ConfigError("--colours: expected an object {system: colour}")
+        use_colours(colours)
     module = importlib.import_module(f"commgnn.report.figures.{args.name}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     data = module.make(args.inputs, args.out)
@@ -341,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figure", help="draw one figure (PNG plus its data as CSV)")
     p.add_argument("name", help="figure module, e.g. rapidgnn_fig5")
     p.add_argument("--out", required=True, type=Path, help="PNG path")
+    p.add_argument("--colours", help="the systems' colours as JSON {system: colour} "
+                   "(default: each system's declaration, which imports every system)")
     p.add_argument("inputs", nargs="+", type=Path)
     p.set_defaults(func=cmd_figure)
 

@@ -241,6 +241,19 @@ def describe_all_runs():
     return describe_runs(list(RUNS.values()), config["datasets"])
 
 
+# Every system's colour (`System.colour`), passed to the figure jobs as JSON (a figure job
+# then need not import every system, and torch with it, to colour its series).
+def _system_colours():
+    import json
+
+    from commgnn.report.palette import declared_colours
+
+    return json.dumps(declared_colours(), sort_keys=True)
+
+
+SYSTEM_COLOURS = _system_colours()
+
+
 # Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs.
 SYSTEM_FIGURES = {name: inputs for spec in RUNS.values()
                   for name, inputs in get_system(spec.base_system).figures.items()}

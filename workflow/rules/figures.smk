@@ -24,6 +24,7 @@ rule system_figure:
         cmd=COMMGNN,
         caption=lambda w: figure_caption(w.name),
         setting=lambda w: figure_setting(w.name),
+        colours=SYSTEM_COLOURS,
     log:
         f"{RESULTS}/logs/figures/{{name}}.log",
     resources:
@@ -31,7 +32,8 @@ rule system_figure:
     conda:
         ENV
     shell:
-        "{params.cmd} figure {wildcards.name} --out {output.png} {input} > {log} 2>&1"
+        "{params.cmd} figure {wildcards.name} --colours {params.colours:q} --out {output.png} "
+        "{input} > {log} 2>&1"
 
 
 # Every system that ran the same workload side by side (report/figures/compare.py): the
@@ -54,6 +56,7 @@ rule compare:
     params:
         cmd=COMMGNN,
         setting=lambda w: describe_all_runs(),
+        colours=SYSTEM_COLOURS,
     log:
         f"{RESULTS}/logs/figures/compare.log",
     resources:
@@ -61,7 +64,8 @@ rule compare:
     conda:
         ENV
     shell:
-        "{params.cmd} figure compare --out {output.png} {input} > {log} 2>&1"
+        "{params.cmd} figure compare --colours {params.colours:q} --out {output.png} {input} "
+        "> {log} 2>&1"
 
 
 # The claims ledger (report/claims.py): each paper's headline claims against the figure

@@ -1,11 +1,13 @@
-"""One colour per system in every comparison figure, from Paul Tol's colour-blind-safe
-"muted" palette: each system declares its own (``System.colour``, in its module); a named
-variant of a system (``dgl-global``, ``greendygnn-heuristic``) takes its base's colour with
-a hatch of its own."""
+"""One colour per system in every figure, from Paul Tol's colour-blind-safe "muted"
+palette: each system declares its own (``System.colour``, in its module); a named variant
+of a system (``dgl-global``, ``greendygnn-heuristic``) takes its base's colour with a hatch
+(bars) or line style (lines) of its own. The comparison figure styles its bars itself;
+every other figure is styled on saving (:func:`style_by_system`, from the labels its series
+carry: system names or the papers' method names, :data:`METHOD_SYSTEMS`)."""
 
 from __future__ import annotations
 
-from commgnn.systems.registry import discover
+import re
 
 #: Paul Tol's muted palette (https://personal.sron.nl/~pault/), in his order, and its grey.
 MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
@@ -14,10 +16,31 @@ GREY = "#DDDDDD"
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++")
 
 
+#: The systems' colours when given (:func:`use_colours`), else read from their classes.
+_given: dict[str, str] | None = None
+
+
+def use_colours(colours: dict[str, str]) -> None:
+    """Take ``{system: colour}`` as the declarations (the workflow passes them to figure
+    jobs, which then need not import every system and torch with it)."""
+    global _given
+    _given = dict(colours)
+
+
+def declared_colours() -> dict[str, str]:
+    """``{system: colour}`` of every system that declares one (``System.colour``)."""
+    if _given is not None:
+        return _given
+    from commgnn.systems.registry import discover
+
+    return {name: cls.colour for name, cls in discover().items()
+            if getattr(cls, "colour", None)}
+
+
 def system_colour(base_system: str) -> str:
     """The colour ``base_system`` declares (one that declares none, or an unknown name: a
     palette colour by its name)."""
-    declared = getattr(discover().get(base_system), "colour", None)
+    declared = declared_colours().get(base_system)
     return declared or MUTED[sum(map(ord, base_system)) % len(MUTED)]
 
 
@@ -34,3 +57,115 @@ def system_styles(entries: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
         for i, name in enumerate(ordered):
             styles[name] = (system_colour(base), HATCHES[i % len(HATCHES)])
     return styles
+
+
+#: Line styles that tell apart two series of one system in a figure (as hatches do bars).
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (1, 3)))
+#: How the figures name what a system ran (the papers' method names), first match wins;
+#: a label that is a system's name (or ``<system>-<variant>``) is that system.
+METHOD_SYSTEMS = (
+    (r"GreenDyGNN", "greendygnn"),
+    (r"RapidGNN", "rapidgnn"),
+    (r"BGL\b", "bgl"),
+    (r"HopGNN|Naive\b|\+MG|\+PG|All\b", "hopgnn"),
+    (r"P3\b|p3\+", "p3"),
+    (r"Grappa", "grappa"),
+    (r"Cluster-?GCN", "clustergcn"),
+    (r"DistDGL", "distdgl"),
+    (r"DGL\b|LO\b", "default"),
+    (r"[Oo]racle\b", "oracle"),
+    (r"GCN$", "default"),  # RapidGNN's third baseline: DistDGL's GCN
+)
+
+
+def label_system(label: str) -> str | None:
+    """The system a figure's series label names (None: not a system's, e.g. "paper")."""
+    systems = declared_colours()
+    head = label.split("-")[0].split(" ")[0]
+    if label in systems or head in systems:
+        return label if label in systems else head
+    for pattern, system in METHOD_SYSTEMS:
+        if re.match(pattern, label):
+            return system
+    return None
+
+
+class _FigureStyles:
+    """Each label's (colour, variant number) in one figure: the system's colour, and the
+    labels of one system numbered in order of first appearance (0 drawn plain)."""
+
+    def __init__(self) -> None:
+        self.styles: dict[str, tuple[str, int]] = {}
+        self._count: dict[str, int] = {}
+
+    def of(self, label: str) -> tuple[str, int] | None:
+        if label not in self.styles:
+            system = label_system(label)
+            if system is None:
+                return None
+            n = self._count.get(system, 0)
+            self._count[system] = n + 1
+            self.styles[label] = (system_colour(system), n)
+        return self.styles[label]
+
+
+def _style_patch(patch, style: tuple[str, int]) -> None:
+    colour, n = style
+    patch.set_facecolor(colour)
+    patch.set_hatch(HATCHES[n % len(HATCHES)] or None)
+
+
+def _style_line(line, style: tuple[str, int]) -> None:
+    colour, n = style
+    line.set_color(colour)
+    line.set_linestyle(LINESTYLES[n % len(LINESTYLES)])
+
+
+def _tick_labels(ax, container) -> list[str]:
+    horizontal = getattr(container, "orientation", "vertical") == "horizontal"
+    return [t.get_text() for t in (ax.get_yticklabels() if horizontal
+                                   else ax.get_xticklabels())]
+
+
+def style_by_system(fig) -> None:
+    """Give every series of ``fig`` that a system ran its system's colour (bars, lines,
+    error bars, by their labels; a single bar series by its tick labels), a hatch or line
+    style per further series of the same system, and the legends the same."""
+    from matplotlib.container import BarContainer, ErrorbarContainer
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    styles = _FigureStyles()
+    for ax in fig.axes:
+        for container in ax.containers:
+            style = styles.of(str(container.get_label()))
+            if isinstance(container, BarContainer):
+                if style is not None:
+                    for patch in container.patches:
+                        _style_patch(patch, style)
+                    continue
+                ticks = _tick_labels(ax, container)
+                if len(ticks) == len(container.patches):
+                    for patch, tick in zip(container.patches, ticks, strict=True):
+                        if (tick_style := styles.of(tick)) is not None:
+                            _style_patch(patch, tick_style)
+            elif isinstance(container, ErrorbarContainer) and style is not None:
+                data_line, _caps, bars = container.lines
+                if data_line is not None:
+                    _style_line(data_line, style)
+                for collection in bars:
+                    collection.set_color(style[0])
+        for line in ax.get_lines():
+            label = str(line.get_label())
+            if not label.startswith("_") and (style := styles.of(label)) is not None:
+                _style_line(line, style)
+    for legend in [*(ax.get_legend() for ax in fig.axes), *fig.legends]:
+        if legend is None:
+            continue
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=False):
+            if (style := styles.styles.get(text.get_text())) is None:
+                continue
+            if isinstance(handle, Patch):
+                _style_patch(handle, style)
+            elif isinstance(handle, Line2D):
+                _style_line(handle, style)

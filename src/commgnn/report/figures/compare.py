@@ -124,7 +124,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                                            edgecolor="0.25", label=e)
                                      for e in group["entry"]],
                             loc="center", fontsize=7, frameon=False)
-    save_figure(fig, out_png)
+    save_figure(fig, out_png, by_system=False)  # styled above, entry by entry
     return data
 
 

@@ -14,6 +14,10 @@ import pandas as pd
 
 from commgnn.data.store import GraphDataset, load_dataset
 from commgnn.partition import Partition, load_partition
+from commgnn.report.palette import MUTED, style_by_system
+
+# Series no system ran (the papers' values, fits) draw from the same colour-blind-safe set.
+plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(MUTED))
 
 #: Runs compared side by side share these.
 CELL = ["dataset", "model", "layers", "workers", "batch_size", "network"]
@@ -33,8 +37,12 @@ def finish(fig, ax, out_png: Path, title: str, xlabel: str | None, ylabel: str) 
     save_figure(fig, out_png)
 
 
-def save_figure(fig, out_png: Path, dpi: int = 150) -> None:
-    """Write ``fig`` as ``out_png`` and, beside it, the same figure as PDF; close it."""
+def save_figure(fig, out_png: Path, dpi: int = 150, by_system: bool = True) -> None:
+    """Write ``fig`` as ``out_png`` and, beside it, the same figure as PDF; close it.
+    ``by_system``: first give each system's series its colour (``palette.style_by_system``;
+    False where the figure styled them itself)."""
+    if by_system:
+        style_by_system(fig)
     fig.savefig(out_png, dpi=dpi)
     fig.savefig(Path(out_png).with_suffix(".pdf"))
     plt.close(fig)
