@@ -121,15 +121,16 @@ def _require(paths: list[Path], member: str | None = None) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     from commgnn.dist.launcher import external_env, prestart_fork_server
-    from commgnn.systems.registry import get_system
     from commgnn.train.spec import RunSpec
 
     try:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
-    if external_env() is None and not get_system(spec.base_system).external:
-        prestart_fork_server("commgnn.train.loop")  # it imports while this process checks
+    if external_env() is None:
+        # Before this process imports torch: the server's imports (the workers') overlap
+        # this process's own. It idles for a system that trains outside commgnn's loop.
+        prestart_fork_server("commgnn.train.loop")
     from commgnn.checks import training_host_problems
     from commgnn.train.loop import RunPaths, run
     from commgnn.train.walltime import process_start

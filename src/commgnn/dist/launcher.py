@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import ipaddress
 import itertools
+import multiprocessing as mp
 import multiprocessing.connection
 import os
 import signal
@@ -33,13 +34,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlparse
-
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from commgnn.dist import heartbeat
 from commgnn.errors import HostError, WorkerFailed
+
+if TYPE_CHECKING:  # torch is imported where a worker needs it: a launcher starts its
+    import torch.distributed as dist  # fork server before it imports torch itself
 
 PR_SET_PDEATHSIG = 1
 
@@ -188,6 +190,8 @@ def _agent_store() -> bool:
 
 
 def _client(env: DistEnv, timeout: float) -> dist.Store:
+    import torch.distributed as dist
+
     store = dist.TCPStore(env.master_addr, env.master_port, None, False,
                           timeout=timedelta(seconds=timeout))
     if env.launcher == "torchrun" and _agent_store():
@@ -200,6 +204,8 @@ def _client(env: DistEnv, timeout: float) -> dist.Store:
 def rendezvous_store(env: DistEnv, timeout: float) -> dist.Store:
     """The run's c10d store: served by worker 0 on ``master_addr:master_port`` only (a
     socket bound to that address, not to every interface), or torchrun's agent's."""
+    import torch.distributed as dist
+
     if env.rank != 0 or (env.launcher == "torchrun" and _agent_store()):
         return _client(env, timeout)
     family, ip = _resolve(env.master_addr)
@@ -230,6 +236,8 @@ def _store_handler(url: str, **_kwargs) -> Iterator[tuple[dist.Store, int, int]]
 def rpc_init_method(store: dist.Store) -> str:
     """An ``init_method`` for :func:`torch.distributed.rpc.init_rpc` that rendezvouses
     through ``store`` (so RPC opens no store of its own)."""
+    import torch.distributed as dist
+
     if not _RPC_STORES:
         with contextlib.suppress(RuntimeError):  # registered by an earlier run here
             dist.register_rendezvous_handler("commgnn", _store_handler)
