@@ -120,6 +120,10 @@ def check_logs(out: Path) -> None:
             continue
         assert text.count(" INFO epoch 1/1: ") == 1, (log, text[-2000:])
         assert "Warning" not in text, (log, text[-2000:])
+    control = sorted((out / "logs" / "control").rglob("*.log"))  # calibration's workers too
+    assert control
+    for log in control:
+        assert "Warning" not in log.read_text(), log
     status = subprocess.run([sys.executable, "-m", "commgnn", "status", str(out)],
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr

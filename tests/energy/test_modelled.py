@@ -51,13 +51,14 @@ def test_readings_monotone_and_non_negative():
 
 def test_formula_bounds():
     m = ModelledMeter(cpu_idle_w=10.0, cpu_max_w=30.0, cores=4)
-    m.start()
     w0, c0 = time.perf_counter(), time.process_time()
+    m.start()
     sum(range(300_000))
     time.sleep(0.02)
     e = m.stop()
     dw, dc = time.perf_counter() - w0, time.process_time() - c0
-    # E = idle·wall + (max − idle)·cpu/cores, read inside our own measurement window
+    # E = idle·wall + (max − idle)·cpu/cores, the meter's window inside ours (a bound that
+    # holds however long this process waits for a core between the readings)
     assert 0 < e <= 10.0 * dw + 20.0 * dc / 4 + 1e-9
     assert e >= 10.0 * 0.02
 

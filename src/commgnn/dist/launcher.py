@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -263,9 +264,18 @@ class WorkerTraceback(Exception):
     """A worker's traceback, as the cause of :class:`WorkerFailed` (``--debug`` shows it)."""
 
 
+def quiet_known_warnings() -> None:
+    """Filter, once per worker, what torch warns about its own internals: its RPC start-up
+    gathers device maps over a bare gloo backend, which its object collective then calls
+    deprecated (nothing a user can act on; training and calibration workers alike)."""
+    warnings.filterwarnings("ignore", message=r"You are using a Backend .* as a ProcessGroup",
+                            category=UserWarning)
+
+
 def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, addr: str,
                  ports: list[int], control_path: str, parent_pid: int,
                  environ: dict[str, str]) -> None:
+    quiet_known_warnings()
     _die_with_parent(parent_pid)
     _release_fork_server()
     if os.environ != environ:  # a forked worker has the fork server's; take the launcher's
@@ -300,6 +310,7 @@ def _release_fork_server() -> None:
 
 def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
     """This process is one worker of a torchrun/srun launch."""
+    quiet_known_warnings()
     beat = heartbeat.start(env.rank)
     try:
         worker_fn(env, *args)

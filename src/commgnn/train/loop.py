@@ -28,7 +28,6 @@ import resource
 import shutil
 import socket
 import time
-import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -258,10 +257,6 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
     spec = RunSpec.from_json(spec_json)
     logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
-    # torch's RPC start-up gathers device maps over a bare gloo backend, which its own
-    # object collective then calls deprecated: once per worker per run, nothing to act on
-    warnings.filterwarnings("ignore", message=r"You are using a Backend .* as a ProcessGroup",
-                            category=UserWarning)
     torch.set_num_threads(worker_threads(spec.workers))
     device = _device(spec.get("device"), env.local_rank)
     system_cls = get_system(spec.base_system)
