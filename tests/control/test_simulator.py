@@ -117,3 +117,18 @@ def test_env_rewards_sum_to_the_normalised_episode_energy() -> None:
     assert total == pytest.approx(expected)
     assert steps == 1 + (30 - 16) // 4 + 1
 
+
+
+def test_the_hit_curve_fits_any_number_of_windows_without_a_warning():
+    """Two windows: too few for the logistic's four parameters, the constant fit; four:
+    an exact fit whose (unused) covariance is undefined — neither warns."""
+    import warnings
+
+    from commgnn.control.workload import fit_hit_curve
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        two = fit_hit_curve([2, 8], [0.3, 0.6])
+        four = fit_hit_curve([1, 2, 8, 16], [0.2, 0.3, 0.6, 0.7])
+    assert two["slope"] == 0.0 and two["h_lo"] == two["h_hi"] == pytest.approx(0.45)
+    assert four["max_abs_error"] == pytest.approx(0.0, abs=1e-6)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -123,14 +124,17 @@ def logistic(log2_window: np.ndarray, h_lo: float, h_hi: float, slope: float,
 
 def fit_hit_curve(windows: Sequence[int], rates: Sequence[float]) -> dict:
     """Least-squares fit of :func:`logistic` to measured hit rates; with its residuals."""
-    from scipy.optimize import curve_fit
+    from scipy.optimize import OptimizeWarning, curve_fit
 
     x = np.log2(np.asarray(windows, dtype=float))
     y = np.asarray(rates, dtype=float)
     p0 = [float(y.min()), float(y.max()), 1.0, float(np.median(x))]
     try:
-        params, _ = curve_fit(logistic, x, y, p0=p0, maxfev=20000)
-    except (RuntimeError, ValueError):  # too few or flat points: the constant fit
+        with warnings.catch_warnings():
+            # no more windows than parameters: the covariance (unused here) is undefined
+            warnings.simplefilter("ignore", OptimizeWarning)
+            params, _ = curve_fit(logistic, x, y, p0=p0, maxfev=20000)
+    except (RuntimeError, ValueError, TypeError):  # too few or flat points: a constant
         params = np.array([y.mean(), y.mean(), 0.0, 0.0])
     pred = logistic(x, *params)
     return {"h_lo": float(params[0]), "h_hi": float(params[1]), "slope": float(params[2]),
