@@ -232,16 +232,17 @@ def cmd_figure(args: argparse.Namespace) -> None:
     if args.name not in FIGURES:
         raise cfg.ConfigError(f"unknown figure {args.name!r}; known: {FIGURES}")
     _require(args.inputs)
-    if args.colours is not None:
-        from commgnn.report.palette import use_colours
+    if args.systems is not None:
+        from commgnn.report.palette import use_declarations
 
         try:
-            colours = json.loads(args.colours)
+            declared = json.loads(args.systems)
         except json.JSONDecodeError as exc:
-            raise cfg.ConfigError(f"--colours: not JSON ({exc})") from exc
-        if not isinstance(colours, dict):
-            raise cfg.ConfigError("--colours: expected an object {system: colour}")
-        use_colours(colours)
+            raise cfg.ConfigError(f"--systems: not JSON ({exc})") from exc
+        if not isinstance(declared, dict) or not all(isinstance(d, dict)
+                                                     for d in declared.values()):
+            raise cfg.ConfigError("--systems: expected {system: {colour, figure_labels}}")
+        use_declarations(declared)
     module = importlib.import_module(f"commgnn.report.figures.{args.name}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     data = module.make(args.inputs, args.out)
@@ -352,8 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figure", help="draw one figure (PNG plus its data as CSV)")
     p.add_argument("name", help="figure module, e.g. rapidgnn_fig5")
     p.add_argument("--out", required=True, type=Path, help="PNG path")
-    p.add_argument("--colours", help="the systems' colours as JSON {system: colour} "
-                   "(default: each system's declaration, which imports every system)")
+    p.add_argument("--systems", help="the systems' colours and figure labels as JSON "
+                   "{system: {colour, figure_labels}} (default: read from every system, "
+                   "which imports them all)")
     p.add_argument("inputs", nargs="+", type=Path)
     p.set_defaults(func=cmd_figure)
 

@@ -65,11 +65,12 @@ def test_a_figure_takes_each_systems_colour_a_variant_its_hatch_and_the_legend_t
 
 
 def test_figure_jobs_take_the_colours_given_without_importing_the_systems(tmp_path):
-    """The workflow passes `--colours`; the figure process then never imports torch."""
+    """The workflow passes `--systems`; the figure process then never imports torch."""
+    given = {"default": {"colour": "#123456", "figure_labels": "DGL"}}
     script = (
         "import json, sys\n"
-        "from commgnn.report.palette import use_colours, system_colour\n"
-        f"use_colours(json.loads({json.dumps(json.dumps({'default': '#123456'}))}))\n"
+        "from commgnn.report.palette import use_declarations, system_colour\n"
+        f"use_declarations(json.loads({json.dumps(json.dumps(given))}))\n"
         "from commgnn.report.figures.plotting import save_figure\n"
         "import matplotlib.pyplot as plt\n"
         "fig, ax = plt.subplots(); ax.bar(['x'], [1], label='DGL'); "

@@ -241,17 +241,18 @@ def describe_all_runs():
     return describe_runs(list(RUNS.values()), config["datasets"])
 
 
-# Every system's colour (`System.colour`), passed to the figure jobs as JSON (a figure job
-# then need not import every system, and torch with it, to colour its series).
-def _system_colours():
+# Every system's colour and figure labels (`System.colour`, `System.figure_labels`),
+# passed to the figure jobs as JSON (a figure job then need not import every system, and
+# torch with it, to colour its series).
+def _system_declarations():
     import json
 
-    from commgnn.report.palette import declared_colours
+    from commgnn.report.palette import declarations
 
-    return json.dumps(declared_colours(), sort_keys=True)
+    return json.dumps(declarations(), sort_keys=True)
 
 
-SYSTEM_COLOURS = _system_colours()
+SYSTEM_DECLARATIONS = _system_declarations()
 
 
 # Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs.

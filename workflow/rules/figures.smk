@@ -24,7 +24,7 @@ rule system_figure:
         cmd=COMMGNN,
         caption=lambda w: figure_caption(w.name),
         setting=lambda w: figure_setting(w.name),
-        colours=SYSTEM_COLOURS,
+        systems=SYSTEM_DECLARATIONS,
     log:
         f"{RESULTS}/logs/figures/{{name}}.log",
     resources:
@@ -32,7 +32,7 @@ rule system_figure:
     conda:
         ENV
     shell:
-        "{params.cmd} figure {wildcards.name} --colours {params.colours:q} --out {output.png} "
+        "{params.cmd} figure {wildcards.name} --systems {params.systems:q} --out {output.png} "
         "{input} > {log} 2>&1"
 
 
@@ -56,7 +56,7 @@ rule compare:
     params:
         cmd=COMMGNN,
         setting=lambda w: describe_all_runs(),
-        colours=SYSTEM_COLOURS,
+        systems=SYSTEM_DECLARATIONS,
     log:
         f"{RESULTS}/logs/figures/compare.log",
     resources:
@@ -64,7 +64,7 @@ rule compare:
     conda:
         ENV
     shell:
-        "{params.cmd} figure compare --colours {params.colours:q} --out {output.png} {input} "
+        "{params.cmd} figure compare --systems {params.systems:q} --out {output.png} {input} "
         "> {log} 2>&1"
 
 

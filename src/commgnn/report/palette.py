@@ -3,7 +3,7 @@ palette: each system declares its own (``System.colour``, in its module); a name
 of a system (``dgl-global``, ``greendygnn-heuristic``) takes its base's colour with a hatch
 (bars) or line style (lines) of its own. The comparison figure styles its bars itself;
 every other figure is styled on saving (:func:`style_by_system`, from the labels its series
-carry: system names or the papers' method names, :data:`METHOD_SYSTEMS`)."""
+carry: system names or the papers' method names, each system's ``figure_labels``)."""
 
 from __future__ import annotations
 
@@ -16,31 +16,34 @@ GREY = "#DDDDDD"
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++")
 
 
-#: The systems' colours when given (:func:`use_colours`), else read from their classes.
-_given: dict[str, str] | None = None
+#: The systems' declarations when given (:func:`use_declarations`), else read from them.
+_given: dict[str, dict] | None = None
 
 
-def use_colours(colours: dict[str, str]) -> None:
-    """Take ``{system: colour}`` as the declarations (the workflow passes them to figure
-    jobs, which then need not import every system and torch with it)."""
+def use_declarations(declared: dict[str, dict]) -> None:
+    """Take ``{system: {"colour": …, "figure_labels": …}}`` as the systems' declarations
+    (the workflow passes them to figure jobs, which then need not import every system,
+    and torch with it)."""
     global _given
-    _given = dict(colours)
+    _given = {name: dict(d) for name, d in declared.items()}
 
 
-def declared_colours() -> dict[str, str]:
-    """``{system: colour}`` of every system that declares one (``System.colour``)."""
+def declarations() -> dict[str, dict]:
+    """``{system: {"colour", "figure_labels"}}`` as every system declares them
+    (``System.colour``, ``System.figure_labels``; None where it declares none)."""
     if _given is not None:
         return _given
     from commgnn.systems.registry import discover
 
-    return {name: cls.colour for name, cls in discover().items()
-            if getattr(cls, "colour", None)}
+    return {name: {"colour": getattr(cls, "colour", None),
+                   "figure_labels": getattr(cls, "figure_labels", None)}
+            for name, cls in discover().items()}
 
 
 def system_colour(base_system: str) -> str:
     """The colour ``base_system`` declares (one that declares none, or an unknown name: a
     palette colour by its name)."""
-    declared = declared_colours().get(base_system)
+    declared = declarations().get(base_system, {}).get("colour")
     return declared or MUTED[sum(map(ord, base_system)) % len(MUTED)]
 
 
@@ -61,32 +64,17 @@ def system_styles(entries: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
 
 #: Line styles that tell apart two series of one system in a figure (as hatches do bars).
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (1, 3)))
-#: How the figures name what a system ran (the papers' method names), first match wins;
-#: a label that is a system's name (or ``<system>-<variant>``) is that system.
-METHOD_SYSTEMS = (
-    (r"GreenDyGNN", "greendygnn"),
-    (r"RapidGNN", "rapidgnn"),
-    (r"BGL\b", "bgl"),
-    (r"HopGNN|Naive\b|\+MG|\+PG|All\b", "hopgnn"),
-    (r"P3\b|p3\+", "p3"),
-    (r"Grappa", "grappa"),
-    (r"Cluster-?GCN", "clustergcn"),
-    (r"DistDGL", "distdgl"),
-    (r"DGL\b|LO\b", "default"),
-    (r"[Oo]racle\b", "oracle"),
-    (r"GCN$", "default"),  # RapidGNN's third baseline: DistDGL's GCN
-)
-
-
 def label_system(label: str) -> str | None:
-    """The system a figure's series label names (None: not a system's, e.g. "paper")."""
-    systems = declared_colours()
+    """The system a figure's series label names (None: not a system's, e.g. "paper"): a
+    system's name, ``<name>-<variant>``, or a match of its ``figure_labels``."""
+    systems = declarations()
     head = label.split("-")[0].split(" ")[0]
-    if label in systems or head in systems:
-        return label if label in systems else head
-    for pattern, system in METHOD_SYSTEMS:
-        if re.match(pattern, label):
-            return system
+    for name in (label, head):
+        if name in systems:
+            return name
+    for name, declared in systems.items():
+        if declared.get("figure_labels") and re.match(declared["figure_labels"], label):
+            return name
     return None
 
 

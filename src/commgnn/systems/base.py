@@ -152,8 +152,11 @@ class System(ABC):
       all-reduce (or :meth:`gradient_hook`);
     - ``figures``: ``{figure module: inputs}`` (keys of :data:`FIGURE_INPUTS`), built by
       the workflow whenever the experiment matrix runs the system;
-    - ``colour``: its colour in the comparison figures (one of Paul Tol's colour-blind-safe
-      "muted" palette, ``report/palette.py``).
+    - ``colour``: its colour in every figure (one of Paul Tol's colour-blind-safe "muted"
+      palette, ``report/palette.py``);
+    - ``figure_labels``: a regular expression matching, at its start, how figures label a series
+      this system ran (the papers' method names, e.g. ``DGL\b|LO\b``); its own name, and
+      ``<name>-<variant>``, always count.
     - ``external``: the system trains outside commgnn's loop (another framework, in its
       own environment): ``commgnn train`` calls its ``run_external(spec, paths)``, which
       writes the same run directory (records, ``summary.json``) and returns the summary.
@@ -174,6 +177,8 @@ class System(ABC):
     #: The system's colour in every comparison figure (``report/palette.py``; None: one
     #: from the palette by its name).
     colour: ClassVar[str | None] = None
+    #: How figures label what it ran, beside its name (``report/palette.py``).
+    figure_labels: ClassVar[str | None] = None
 
     ctx: WorkerContext
     model: torch.nn.Module  # the bare model (evaluation, checkpoints)

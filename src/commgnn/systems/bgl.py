@@ -126,6 +126,7 @@ class FifoFeatureCache:
 class BGLSystem(DefaultSystem):
     name = "bgl"
     colour = "#999933"
+    figure_labels = r"BGL\b"
     options = {
         "prefetch_depth": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 4,
                            "description": "steps sampled and fetched ahead by the background "

@@ -112,6 +112,7 @@ class ClusterBatch(PreparedBatch):
 class ClusterGCNSystem(System):
     name = "clustergcn"
     colour = "#DDCC77"
+    figure_labels = r"Cluster-?GCN"
     partition_methods = ("metis",)
     options = {
         "clusters": {"type": "integer", "minimum": 1, "default": 64,

@@ -29,6 +29,7 @@ from commgnn.systems.base import PreparedBatch, System
 class DefaultSystem(System):
     name = "default"
     colour = "#332288"
+    figure_labels = r"DGL\b|LO\b|GCN$"  # DGL-METIS/-Random, HopGNN's LO, RapidGNN's GCN
     options = {
         "schedule": {"enum": ["owned", "global"], "default": "owned",
                      "description": "owned: each worker trains its partition's training "

@@ -167,6 +167,7 @@ class DistDGL(System):
 
     name = "distdgl"
     colour = "#AA4499"
+    figure_labels = "DistDGL"
     needs = ("dgl_partition",)
     uses_network = False  # DGL's own sockets: commgnn's link model does not apply
     external = True

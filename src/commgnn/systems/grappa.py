@@ -162,6 +162,7 @@ class LocalPartition:
 class GrappaSystem(System):
     name = "grappa"
     colour = "#CC6677"
+    figure_labels = "Grappa"
     partition_methods = ("chunk",)
     options = {
         "estimator": {"enum": list(ESTIMATORS), "default": "resampling",

@@ -207,6 +207,7 @@ class _WindowStats:
 class GreenDyGNNSystem(System):
     name = "greendygnn"
     colour = "#44AA99"
+    figure_labels = "GreenDyGNN"
     options = {
         "controller": {"enum": ["static", "heuristic", "dqn"], "default": "static",
                        "description": "who picks each window: static (fixed W, uniform), "

@@ -225,6 +225,7 @@ def _empty_batch() -> MiniBatch:
 class HopGNNSystem(System):
     name = "hopgnn"
     colour = "#88CCEE"
+    figure_labels = r"HopGNN|Naive\b|\+MG|\+PG|All\b"  # and its ablation ladder
     wants_ddp = False
     options = {
         "mode": {"enum": ["micrograph", "naive"], "default": "micrograph",

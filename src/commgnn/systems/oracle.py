@@ -13,6 +13,7 @@ from commgnn.systems.default import DefaultSystem
 class OracleSystem(DefaultSystem):
     name = "oracle"
     colour = "#DDDDDD"  # the compute-only limit: grey
+    figure_labels = r"[Oo]racle\b"
     uses_network = False
     options = {"sampling": {**DefaultSystem.options["sampling"], "default": "replicated"}}
 

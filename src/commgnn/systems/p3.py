@@ -274,6 +274,7 @@ class _Flight:
 class P3System(DefaultSystem):
     name = "p3"
     colour = "#882255"
+    figure_labels = r"P3\b|p3\+"
     wants_ddp = False
     options = {
         "pipeline": {"type": "integer", "minimum": 0, "maximum": 8, "default": 0,

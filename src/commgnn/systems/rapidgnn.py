@@ -68,6 +68,7 @@ def hot_nodes(ids: np.ndarray, counts: np.ndarray, n_hot: int) -> np.ndarray:
 class RapidGNNSystem(System):
     name = "rapidgnn"
     colour = "#117733"
+    figure_labels = "RapidGNN"
     options = {
         "n_hot": {"type": "integer", "minimum": 0, "default": 0,
                   "description": "steady-cache size (rows)"},
