@@ -218,6 +218,39 @@ def test_a_failed_machine_ends_the_run_naming_it(dgl_env, tiny_inputs, tmp_path,
     assert not (tmp_path / "run").exists()
 
 
+def test_the_machine_named_is_the_cause_not_the_peer_it_took_down(tmp_path):
+    """Machine 0's trainer fails on the connection machine 1's death reset, and records
+    its failure first: the run still names machine 1 (CI once named machine 0)."""
+    from commgnn.distdgl.machine import failed, lost_a_peer
+    from commgnn.errors import WorkerFailed
+    from commgnn.systems.distdgl import _wait
+
+    (tmp_path / "trainer_0.log").write_text(
+        "Traceback (most recent call last):\nRuntimeError: [../third_party/gloo/gloo/"
+        "transport/tcp/pair.cc:525] Read error [127.0.0.1]:20889: Connection reset by peer\n")
+    (tmp_path / "trainer_1.log").write_text("epoch 0 step 3\n")
+    assert lost_a_peer(tmp_path / "trainer_0.log")
+    assert not lost_a_peer(tmp_path / "trainer_1.log")
+    assert not lost_a_peer(tmp_path / "absent.log")
+    failed(tmp_path, 0, "its trainer exited with 1", consequence=True)
+    time.sleep(0.01)
+    failed(tmp_path, 1, "its trainer exited with -9")
+    for machine, why in ((0, "machine 0: its trainer exited with 1"),
+                         (1, "machine 1: its trainer exited with -9")):
+        (tmp_path / f"machine_{machine}.log").write_text(why + "\n")
+    machines = [(subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"]), None)
+                for _ in range(2)]
+    with pytest.raises(WorkerFailed, match=r"^distdgl machine 1 failed: machine 1: its "
+                                           r"trainer exited with -9; trainer: epoch 0 step 3$"):
+        _wait(machines, tmp_path, stall_s=30)
+    # Without the consequence mark, the earliest failure is the one named.
+    failed(tmp_path, 0, "its trainer exited with 1")
+    time.sleep(0.01)
+    failed(tmp_path, 1, "its trainer exited with -9")
+    with pytest.raises(WorkerFailed, match=r"^distdgl machine 0 failed"):
+        _wait(machines, tmp_path, stall_s=30)
+
+
 def test_a_trainer_that_raises_ends_the_run_fast(dgl_env, tiny_inputs, tmp_path, make_spec):
     """An exception in a trainer (here: labels beyond the dataset's class count) must not
     wait in DGL's exit barrier for peers that wait in the all-reduce."""

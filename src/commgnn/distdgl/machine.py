@@ -31,12 +31,30 @@ def die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def failed(out: Path, machine: int, message: str) -> int:
-    """Record when and why this machine failed (the launcher names the earliest)."""
+#: What a trainer's log ends with when it failed because a peer went away: such a
+#: failure is a consequence, and the launcher names the machine that caused it instead.
+PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe",
+             "Socket closed")
+
+
+def failed(out: Path, machine: int, message: str, consequence: bool = False) -> int:
+    """Record when and why this machine failed; the launcher names the earliest failure
+    that is not a ``consequence`` of another machine's (a lost peer connection)."""
     print(f"machine {machine}: {message}", file=sys.stderr)
-    (out / f"failed_{machine}.json").write_text(json.dumps({"time": time.time(),
-                                                            "message": message}))
+    (out / f"failed_{machine}.json").write_text(json.dumps(
+        {"time": time.time(), "message": message, "consequence": consequence}))
     return 1
+
+
+def lost_a_peer(log: Path) -> bool:
+    """Whether the end of a trainer's log says it failed on a lost peer connection."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return any(marker in tail for marker in PEER_LOST)
 
 
 def main() -> int:
@@ -80,12 +98,13 @@ def main() -> int:
                 return failed(out, machine, f"its graph server exited with "
                                             f"{server.returncode} (see "
                                             f"{out / f'server_{machine}.log'})")
-            time.sleep(0.1)
+            time.sleep(0.02)  # the failure's time decides which machine is named
         if code != 0:
             server.kill()
             server.wait()
-            return failed(out, machine, f"its trainer exited with {code} "
-                                        f"(see {out / f'trainer_{machine}.log'})")
+            log = out / f"trainer_{machine}.log"
+            return failed(out, machine, f"its trainer exited with {code} (see {log})",
+                          consequence=code > 0 and lost_a_peer(log))
         try:
             server.wait(timeout=60)  # client 0 shuts every server down
         except subprocess.TimeoutExpired:

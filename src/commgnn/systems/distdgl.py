@@ -288,17 +288,20 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _failed_at(staging: Path, machine: int) -> float:
-    """When ``machine`` recorded its failure (machine.py); infinity if it did not."""
+def _failure_order(staging: Path, machine: int) -> tuple[bool, float]:
+    """How ``machine``'s recorded failure (machine.py) ranks as the run's cause: one that
+    is not a lost peer's consequence first, then the earliest; unrecorded ones last."""
     try:
-        return float(json.loads((staging / f"failed_{machine}.json").read_text())["time"])
+        record = json.loads((staging / f"failed_{machine}.json").read_text())
+        return bool(record.get("consequence", False)), float(record["time"])
     except (OSError, ValueError, KeyError):
-        return math.inf
+        return True, math.inf
 
 
 def _wait(machines: list, staging: Path, stall_s: float) -> None:
-    """Until every machine exits cleanly; WorkerFailed naming the first that fails, or one
-    whose trainer wrote nothing for ``stall_s`` seconds (a hang)."""
+    """Until every machine exits cleanly; WorkerFailed naming the machine whose failure
+    caused the others' (the earliest not caused by a lost peer), or one whose trainer
+    wrote nothing for ``stall_s`` seconds (a hang)."""
     last_progress = time.monotonic()
     sizes: dict[Path, int] = {}
     while True:
@@ -308,7 +311,7 @@ def _wait(machines: list, staging: Path, stall_s: float) -> None:
             time.sleep(0.5)  # let a failure that caused this one be recorded too
             failed = [m for m, (proc, _) in enumerate(machines)
                       if proc.poll() not in (None, 0)]
-            machine = min(failed, key=lambda m: _failed_at(staging, m))
+            machine = min(failed, key=lambda m: _failure_order(staging, m))
             trainer = _last_line(staging / f"trainer_{machine}.log")
             why = _last_line(staging / f"machine_{machine}.log")
             raise WorkerFailed(f"distdgl machine {machine} failed: {why}"
