@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +33,18 @@ def sleep_forever(env) -> None:
     """A worker that outlives any test."""
     import time
 
+    time.sleep(600)
+
+
+def hang_holding_the_gil(env) -> None:
+    """Worker 1, once its heartbeat has beaten, blocks in native code that keeps the GIL
+    (ctypes.PyDLL does not release it), using no CPU: its heartbeat thread starves."""
+    import ctypes
+    import time
+
+    time.sleep(1.5)
+    if env.rank == 1:
+        ctypes.PyDLL(None).sleep(600)
     time.sleep(600)
 
 
@@ -88,3 +101,27 @@ def test_forked_workers_die_with_a_killed_launcher(tmp_path):
         wait_for(gone, 10, "workers to die with their launcher")
     finally:
         launcher.kill()
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_a_worker_hung_holding_the_gil_is_named_with_its_stack(method, tmp_path):
+    """A worker silent without using CPU (no heartbeat: a thread holds the GIL in a
+    blocking call) is named, and its threads' Python stacks reach the run's log: the line
+    that made the blocking call, and the starved heartbeat thread."""
+    script = ("import sys; sys.path[:0] = sys.argv[1:];"
+              "from test_worker_start import hang_holding_the_gil;"
+              "from commgnn.dist.launcher import launch;"
+              "launch(hang_holding_the_gil, (), 2)")
+    here = Path(__file__)
+    done = subprocess.run([sys.executable, "-c", script, *map(str, here.parents[:2])],
+                          capture_output=True, text=True, timeout=30,
+                          env={**os.environ, START_METHOD_ENV: method,
+                               "COMMGNN_HEARTBEAT_S": "0.5",
+                               "COMMGNN_HEARTBEAT_TIMEOUT_S": "3"})
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"commgnn\.errors\.WorkerFailed: worker 1 \(pid \d+\) is "
+                        r"unresponsive: no heartbeat for \d+\.\d s; stopped the other "
+                        r"workers \(its threads' Python stacks are printed above\)", last), last
+    assert re.search(r'test_worker_start.py", line \d+ in hang_holding_the_gil', done.stderr)
+    assert "heartbeat.py" in done.stderr  # the starved thread, waiting for the GIL

@@ -25,7 +25,14 @@ import psutil
 import pytest
 from polling import wait_for
 
-from commgnn.dist.heartbeat import ControlDir, Failure, Judge, cause_of, raised
+from commgnn.dist.heartbeat import (
+    START_TIMEOUTS,
+    ControlDir,
+    Failure,
+    Judge,
+    cause_of,
+    raised,
+)
 from commgnn.dist.launcher import free_ports
 from commgnn.dist.prefetch import Prefetcher, PrefetchError
 from commgnn.errors import ConfigError, WorkerFailed
@@ -329,6 +336,27 @@ def test_a_busy_worker_is_not_hung(tmp_path, stopped_and_busy):
     found = judged(Judge(control, [busy], timeout=2, suspect_after=1), [None])
     assert re.fullmatch(rf"worker 0 \(pid {busy}\) is unresponsive \(busy\): no heartbeat "
                         r"for 13\.\d s", found.message), found.message
+
+
+def test_a_worker_hung_before_its_first_heartbeat_is_named(tmp_path):
+    """A worker that never beat (hung while it started, no CPU) is not waited for for
+    ever: it counts as silent since its launch after START_TIMEOUTS timeouts."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        control = ControlDir(tmp_path)
+        age(control, 0, 0)
+        judge = Judge(control, [11, sleeper.pid], timeout=2, suspect_after=1)
+        assert judged(judge, [None, None]) is None  # still starting
+        judge.started -= START_TIMEOUTS * 2 - 0.5  # launched just under 3 timeouts ago
+        assert judged(judge, [None, None]) is None
+        judge.started -= 1
+        found = judged(judge, [None, None])
+        assert re.fullmatch(rf"worker 1 \(pid {sleeper.pid}\) is unresponsive: no heartbeat "
+                            r"since it started \d+\.\d s ago", found.message), found.message
+        assert found.silent_pid == sleeper.pid
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_a_dead_child_counts_at_its_last_heartbeat(tmp_path):

@@ -100,13 +100,14 @@ def settings() -> tuple[float, float]:
 class Failure:
     """One worker's failure: who, when (wall clock; a silent death: its last heartbeat),
     a one-line message naming it, its traceback when it raised, and the pid of a worker
-    found stopped on this host."""
+    found stopped, or alive but silent, on this host."""
 
     rank: int
     time: float
     message: str
     detail: str = ""
     stopped_pid: int = 0
+    silent_pid: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -116,7 +117,8 @@ class Failure:
         data = json.loads(text)
         return cls(rank=int(data["rank"]), time=float(data["time"]),
                    message=str(data["message"]), detail=str(data.get("detail", "")),
-                   stopped_pid=int(data.get("stopped_pid", 0)))
+                   stopped_pid=int(data.get("stopped_pid", 0)),
+                   silent_pid=int(data.get("silent_pid", 0)))
 
 
 def who(rank: int, pid: int | None = None, host: str | None = None) -> str:
@@ -253,6 +255,10 @@ def cpu_ticks(pid: int) -> int | None:
     return int(fields[11]) + int(fields[12])
 
 
+#: A worker that has not sent its first heartbeat (it is still importing and starting)
+#: counts as silent since its launch only after this many heartbeat timeouts.
+START_TIMEOUTS = 3
+
 #: A silent worker that still computes (native code holding the GIL starves the
 #: heartbeat thread) is failed only after this many heartbeat timeouts.
 BUSY_TIMEOUTS = 6
@@ -289,8 +295,10 @@ def stop_signal(pid: int) -> str:
     return ""
 
 
-def silent(rank: int, pid: int, last: float, now: float, host: str | None = None) -> Failure:
-    """The failure of a live worker whose last heartbeat was at ``last``."""
+def silent(rank: int, pid: int, last: float, now: float, host: str | None = None,
+           never_beat: bool = False) -> Failure:
+    """The failure of a live worker whose last heartbeat was at ``last`` (``never_beat``:
+    it was launched at ``last`` and has sent none)."""
     age = now - last
     local = host in (None, socket.gethostname())
     state = proc_state(pid) if local else "?"
@@ -302,8 +310,11 @@ def silent(rank: int, pid: int, last: float, now: float, host: str | None = None
         how = "died"
     else:
         how = "is unresponsive" + (" (busy)" if state in ("R", "D") else "")
-    return Failure(rank, last, f"{who(rank, pid, host)} {how}: no heartbeat for {age:.1f} s",
-                   stopped_pid=pid if stopped else 0)
+    since = f"no heartbeat since it started {age:.1f} s ago" if never_beat else \
+        f"no heartbeat for {age:.1f} s"
+    return Failure(rank, last, f"{who(rank, pid, host)} {how}: {since}",
+                   stopped_pid=pid if stopped else 0,
+                   silent_pid=pid if local and how.startswith("is unresponsive") else 0)
 
 
 def exited(rank: int, pid: int, code: int, last: float) -> Failure:
@@ -326,7 +337,8 @@ class Judge:
     beating for ``timeout``, counts at its last heartbeat. Once anything failed, a live
     child silent for ``suspect_after`` is a candidate too (a stopped worker whose peer
     timed out first), so the earliest failure wins, not the first noticed. A silent child
-    that still uses CPU is busy, not hung: it fails after ``BUSY_TIMEOUTS`` timeouts.
+    that still uses CPU is busy, not hung: it fails after ``BUSY_TIMEOUTS`` timeouts. A
+    child that never beat counts as silent since the launch after ``START_TIMEOUTS``.
     """
 
     def __init__(self, control: ControlDir, pids: list[int], timeout: float,
@@ -360,6 +372,7 @@ class Judge:
         now = time.time()
         found: list[Failure] = []
         quiet: dict[int, float] = {}
+        starting: set[int] = set()
         for rank, code in enumerate(exitcodes):
             record = self.control.failure(rank)
             last = self._last(rank, now)
@@ -369,15 +382,18 @@ class Judge:
                 found.append(exited(rank, self.pids[rank], code, last or self.started))
             elif code is None and last is not None:
                 quiet[rank] = last
+            elif code is None and now - self.started > START_TIMEOUTS * self.timeout:
+                quiet[rank] = self.started  # never beat: hung while it started
+                starting.add(rank)
         silent_for = {r: self._silent_for(r, last, now, self.suspect_after)
                       for r, last in quiet.items()}
-        found += [silent(r, self.pids[r], last, now) for r, last in quiet.items()
-                  if silent_for[r] and now - last > self.timeout]
+        found += [silent(r, self.pids[r], last, now, never_beat=r in starting)
+                  for r, last in quiet.items() if silent_for[r] and now - last > self.timeout]
         if not found:
             return None
         failed = {f.rank for f in found}
-        found += [silent(r, self.pids[r], last, now) for r, last in quiet.items()
-                  if r not in failed and silent_for[r]]
+        found += [silent(r, self.pids[r], last, now, never_beat=r in starting)
+                  for r, last in quiet.items() if r not in failed and silent_for[r]]
         return min(found, key=lambda f: f.time)
 
 

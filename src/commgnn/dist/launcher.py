@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import faulthandler
 import ipaddress
 import itertools
 import multiprocessing as mp
@@ -276,6 +277,7 @@ def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, a
                  ports: list[int], control_path: str, parent_pid: int,
                  environ: dict[str, str]) -> None:
     quiet_known_warnings()
+    dump_stacks_on(STACKS_SIGNAL)
     _die_with_parent(parent_pid)
     _release_fork_server()
     if os.environ != environ:  # a forked worker has the fork server's; take the launcher's
@@ -311,6 +313,7 @@ def _release_fork_server() -> None:
 def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
     """This process is one worker of a torchrun/srun launch."""
     quiet_known_warnings()
+    dump_stacks_on(STACKS_SIGNAL)
     beat = heartbeat.start(env.rank)
     try:
         worker_fn(env, *args)
@@ -321,6 +324,33 @@ def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
     finally:
         beat.stop_watching(done=False)
         beat.stop()
+
+
+#: The signal on which a worker writes every thread's Python stack to its stderr (the
+#: run's log): the launcher sends it to a silent worker before it stops the run.
+STACKS_SIGNAL = signal.SIGUSR1
+#: How long the launcher gives a silent worker to write its stacks.
+STACKS_WAIT_S = 0.5
+
+
+def dump_stacks_on(signum: int) -> None:
+    """Write every thread's stack to stderr on ``signum``. faulthandler writes from the
+    signal handler itself, without the GIL, so a worker hung holding it still answers."""
+    with contextlib.suppress(ValueError, OSError, AttributeError, RuntimeError):
+        faulthandler.register(signum, file=sys.stderr, all_threads=True)
+
+
+def _dump_silent_stacks(failure: heartbeat.Failure) -> str:
+    """Have a silent worker write its threads' stacks to the log; what to add to the
+    run's error (empty if it could not be asked)."""
+    if not failure.silent_pid:
+        return ""
+    try:
+        os.kill(failure.silent_pid, STACKS_SIGNAL)
+    except OSError:
+        return ""
+    time.sleep(STACKS_WAIT_S)
+    return " (its threads' Python stacks are printed above)"
 
 
 def _stop(procs: list) -> None:
@@ -447,9 +477,11 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
             on_start([p.pid for p in procs])
         failure = _watch(procs, control)
         if failure is not None:
+            stacks = _dump_silent_stacks(failure)
             _stop(procs)
             cause = WorkerTraceback(failure.detail) if failure.detail else None
-            raise WorkerFailed(f"{failure.message}; stopped the other workers") from cause
+            raise WorkerFailed(f"{failure.message}; stopped the other workers{stacks}") \
+                from cause
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
