@@ -122,6 +122,35 @@ def test_a_worker_hung_holding_the_gil_is_named_with_its_stack(method, tmp_path)
     last = done.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"commgnn\.errors\.WorkerFailed: worker 1 \(pid \d+\) is "
                         r"unresponsive: no heartbeat for \d+\.\d s; stopped the other "
-                        r"workers \(its threads' Python stacks are printed above\)", last), last
-    assert re.search(r'test_worker_start.py", line \d+ in hang_holding_the_gil', done.stderr)
-    assert "heartbeat.py" in done.stderr  # the starved thread, waiting for the GIL
+                        r"workers \(its threads' Python stacks are in the log above\)", last), last
+    stacks = done.stderr.split("commgnn: worker 1 (pid ")[1]  # after the header naming it
+    assert re.search(r'test_worker_start.py", line \d+ in hang_holding_the_gil', stacks)
+    assert "heartbeat.py" in stacks  # the starved thread, waiting for the GIL
+
+
+def time_out_waiting(env) -> None:
+    """Worker 0 gives up on worker 1, which waits in its own code."""
+    import time
+
+    time.sleep(1.5)
+    if env.rank == 0:
+        raise TimeoutError("RPC to worker 1 timed out after 1 s")
+    time.sleep(600)
+
+
+def test_after_a_timeout_every_live_worker_writes_its_stacks(tmp_path):
+    """A timed-out call means a live peer did not answer: the log shows where it was."""
+    script = ("import sys; sys.path[:0] = sys.argv[1:];"
+              "from test_worker_start import time_out_waiting;"
+              "from commgnn.dist.launcher import launch;"
+              "launch(time_out_waiting, (), 2)")
+    here = Path(__file__)
+    done = subprocess.run([sys.executable, "-c", script, *map(str, here.parents[:2])],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        "WorkerFailed: worker 0 raised TimeoutError: RPC to worker 1 timed out after 1 s; "
+        "stopped the other workers (the live workers' Python stacks are in the log above)")
+    stacks = done.stderr.split("commgnn: worker 1 (pid ")[1]
+    assert re.search(r'test_worker_start.py", line \d+ in time_out_waiting', stacks)
+    assert "commgnn: worker 0" not in done.stderr  # it had exited: nothing to ask

@@ -27,6 +27,7 @@ import itertools
 import multiprocessing as mp
 import multiprocessing.connection
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -327,10 +328,14 @@ def _run_external(worker_fn: Callable, env: DistEnv, args: tuple) -> None:
 
 
 #: The signal on which a worker writes every thread's Python stack to its stderr (the
-#: run's log): the launcher sends it to a silent worker before it stops the run.
+#: run's log): the launcher sends it to a hung worker, or after a timeout to every live
+#: worker, before it stops the run.
 STACKS_SIGNAL = signal.SIGUSR1
-#: How long the launcher gives a silent worker to write its stacks.
-STACKS_WAIT_S = 0.5
+#: How long the launcher gives each worker to write its stacks.
+STACKS_WAIT_S = 0.3
+#: A failure whose message says something timed out (an RPC, a collective): the peer it
+#: waited for is alive, so every live worker's stacks show where each one was.
+TIMED_OUT = re.compile(r"(?i)\btime(d)?[ -]?out\b")
 
 
 def dump_stacks_on(signum: int) -> None:
@@ -340,17 +345,31 @@ def dump_stacks_on(signum: int) -> None:
         faulthandler.register(signum, file=sys.stderr, all_threads=True)
 
 
-def _dump_silent_stacks(failure: heartbeat.Failure) -> str:
-    """Have a silent worker write its threads' stacks to the log; what to add to the
-    run's error (empty if it could not be asked)."""
-    if not failure.silent_pid:
+def _dump_stacks(failure: heartbeat.Failure, procs: list) -> str:
+    """Have the workers that can tell why the run is stuck write their threads' Python
+    stacks to the log, each after a header naming it: a hung worker, or every live one
+    after a timeout. What to add to the run's error ("" when none was asked)."""
+    if failure.silent_pid:
+        targets = [(failure.rank, failure.silent_pid)]
+    elif TIMED_OUT.search(failure.message):
+        targets = [(rank, p.pid) for rank, p in enumerate(procs)
+                   if p.pid is not None and p.exitcode is None]
+    else:
         return ""
-    try:
-        os.kill(failure.silent_pid, STACKS_SIGNAL)
-    except OSError:
+    asked = []
+    for rank, pid in targets:
+        print(f"commgnn: {heartbeat.who(rank, pid)}: its threads' Python stacks",
+              file=sys.stderr, flush=True)
+        try:
+            os.kill(pid, STACKS_SIGNAL)
+        except OSError:
+            continue
+        asked.append(rank)
+        time.sleep(STACKS_WAIT_S)
+    if not asked:
         return ""
-    time.sleep(STACKS_WAIT_S)
-    return " (its threads' Python stacks are printed above)"
+    whose = "its threads'" if failure.silent_pid else "the live workers'"
+    return f" ({whose} Python stacks are in the log above)"
 
 
 def _stop(procs: list) -> None:
@@ -477,7 +496,7 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
             on_start([p.pid for p in procs])
         failure = _watch(procs, control)
         if failure is not None:
-            stacks = _dump_silent_stacks(failure)
+            stacks = _dump_stacks(failure, procs)
             _stop(procs)
             cause = WorkerTraceback(failure.detail) if failure.detail else None
             raise WorkerFailed(f"{failure.message}; stopped the other workers{stacks}") \
