@@ -48,6 +48,15 @@ def hang_holding_the_gil(env) -> None:
     time.sleep(600)
 
 
+def launcher_command(worker: str, on_start: str = "None") -> list[str]:
+    """A launcher process running this module's ``worker`` on two workers."""
+    script = ("import sys; sys.path[:0] = sys.argv[1:];"
+              f"from test_worker_start import {worker};"
+              "from commgnn.dist.launcher import launch;"
+              f"launch({worker}, (), 2, on_start={on_start})")
+    return [sys.executable, "-c", script, *map(str, Path(__file__).parents[:2])]
+
+
 def _seen(out: Path, world: int) -> list[dict]:
     return [json.loads((out / f"w{rank}.json").read_text()) for rank in range(world)]
 
@@ -79,12 +88,8 @@ def test_an_unknown_start_method_is_one_line(monkeypatch):
 def test_forked_workers_die_with_a_killed_launcher(tmp_path):
     """SIGKILL of the launcher (no cleanup runs): its fork server exits, and the workers
     with it (their parent-death signal)."""
-    script = ("import sys; sys.path[:0] = sys.argv[1:];"
-              "from test_worker_start import sleep_forever;"
-              "from commgnn.dist.launcher import launch;"
-              "launch(sleep_forever, (), 2, on_start=lambda p: print(*p, flush=True))")
-    here = Path(__file__)
-    launcher = subprocess.Popen([sys.executable, "-c", script, *map(str, here.parents[:2])],
+    launcher = subprocess.Popen(launcher_command("sleep_forever",
+                                                 "lambda p: print(*p, flush=True)"),
                                 stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, START_METHOD_ENV: "forkserver"})
     try:
@@ -108,12 +113,7 @@ def test_a_worker_hung_holding_the_gil_is_named_with_its_stack(method, tmp_path)
     """A worker silent without using CPU (no heartbeat: a thread holds the GIL in a
     blocking call) is named, and its threads' Python stacks reach the run's log: the line
     that made the blocking call, and the starved heartbeat thread."""
-    script = ("import sys; sys.path[:0] = sys.argv[1:];"
-              "from test_worker_start import hang_holding_the_gil;"
-              "from commgnn.dist.launcher import launch;"
-              "launch(hang_holding_the_gil, (), 2)")
-    here = Path(__file__)
-    done = subprocess.run([sys.executable, "-c", script, *map(str, here.parents[:2])],
+    done = subprocess.run(launcher_command("hang_holding_the_gil"),
                           capture_output=True, text=True, timeout=30,
                           env={**os.environ, START_METHOD_ENV: method,
                                "COMMGNN_HEARTBEAT_S": "0.5",
@@ -140,13 +140,8 @@ def time_out_waiting(env) -> None:
 
 def test_after_a_timeout_every_live_worker_writes_its_stacks(tmp_path):
     """A timed-out call means a live peer did not answer: the log shows where it was."""
-    script = ("import sys; sys.path[:0] = sys.argv[1:];"
-              "from test_worker_start import time_out_waiting;"
-              "from commgnn.dist.launcher import launch;"
-              "launch(time_out_waiting, (), 2)")
-    here = Path(__file__)
-    done = subprocess.run([sys.executable, "-c", script, *map(str, here.parents[:2])],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(launcher_command("time_out_waiting"), capture_output=True,
+                          text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr.strip().endswith(
         "WorkerFailed: worker 0 raised TimeoutError: RPC to worker 1 timed out after 1 s; "
