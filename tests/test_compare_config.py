@@ -40,11 +40,14 @@ def test_config_runs_every_system_on_one_workload(repo_root, tmp_path, config, n
     assert int(counts["train"]) == len(runs)
     for rule in ("compare", "claims", "figure_index", "calibrate", "train_policy"):
         assert int(counts[rule]) == 1, rule
+    # The simulator validation only in the comparison (the default's 10-minute budget).
+    assert counts.get("validate_simulator", 0) == (1 if config == CONFIG else 0)
 
 
 def test_figures_without_their_products_are_not_built(repo_root, tmp_path):
     """GreenDyGNN without the learned controller: no control chain, so none of the
-    figures that read it (the calibration, the policy, the simulator's validation)."""
+    figures that read it (the calibration, the policy, the simulator's validation); and
+    with `control.validate: false`, no validation figure."""
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     config.pop("control")
     config["experiments"] = [{**config["experiments"][0], "systems": ["greendygnn"],
@@ -55,6 +58,15 @@ def test_figures_without_their_products_are_not_built(repo_root, tmp_path):
     assert "calibrate" not in counts and "train_policy" not in counts
     from commgnn.systems.greendygnn import GreenDyGNNSystem
     reads_control = [name for name, kinds in GreenDyGNNSystem.figures.items()
-                     if "control" in kinds]
+                     if {"control", "validation"} & set(kinds)]
     assert reads_control
     assert counts["system_figure"] == len(GreenDyGNNSystem.figures) - len(reads_control)
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    assert config["control"]["validate"] is False
+    counts = job_counts(repo_root, tmp_path, ROOT / "config.yaml")
+    validated = dict(config, control={**config["control"], "validate": True,
+                                      "validation": {"windows": [4], "delays_ms": [20]}})
+    path.write_text(yaml.safe_dump(validated))
+    with_validation = job_counts(repo_root, tmp_path, path)
+    assert with_validation["system_figure"] == counts["system_figure"] + 1  # Figure 8
+    assert with_validation["validate_simulator"] == 1

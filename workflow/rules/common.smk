@@ -268,6 +268,8 @@ def figure_input_paths():
             "partitions": all_partitions(),
             "run_dirs": all_runs(),
             "control": control_targets(),
+            "validation": [path for path in control_targets()
+                           if Path(path).name == "validation"],
             "presamples": all_presamples(),
             "datasets": [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])]}
 

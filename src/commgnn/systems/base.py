@@ -65,6 +65,7 @@ FIGURE_INPUTS = {
     "partitions": "every partition directory of the config",
     "run_dirs": "every run directory of the config (per-epoch and per-step records)",
     "control": "every GreenDyGNN control directory (calibration, validation, policy)",
+    "validation": "every GreenDyGNN simulator-validation directory (`control.validate`)",
     "presamples": "every presample directory a run of the config reads",
     "datasets": "every dataset directory of the config (`meta.json`: source, statistics)",
 }

@@ -249,7 +249,7 @@ class GreenDyGNNSystem(System):
         "greendygnn_fig9": ("run_dirs",),
         "greendygnn_table1": ("runs",),
         "greendygnn_fig7": ("run_dirs",),
-        "greendygnn_fig8": ("control",),
+        "greendygnn_fig8": ("validation",),
         "greendygnn_calibration": ("control",),
         "greendygnn_policy": ("control",),
         "greendygnn_table2": ("runs",),
