@@ -310,11 +310,11 @@ def silent(rank: int, pid: int, last: float, now: float, host: str | None = None
         how = "died"
     else:
         how = "is unresponsive" + (" (busy)" if state in ("R", "D") else "")
+    hung = local and not stopped and state not in (None, "Z", "X")
     since = f"no heartbeat since it started {age:.1f} s ago" if never_beat else \
         f"no heartbeat for {age:.1f} s"
     return Failure(rank, last, f"{who(rank, pid, host)} {how}: {since}",
-                   stopped_pid=pid if stopped else 0,
-                   silent_pid=pid if local and how.startswith("is unresponsive") else 0)
+                   stopped_pid=pid if stopped else 0, silent_pid=pid if hung else 0)
 
 
 def exited(rank: int, pid: int, code: int, last: float) -> Failure:
@@ -387,13 +387,16 @@ class Judge:
                 starting.add(rank)
         silent_for = {r: self._silent_for(r, last, now, self.suspect_after)
                       for r, last in quiet.items()}
-        found += [silent(r, self.pids[r], last, now, never_beat=r in starting)
-                  for r, last in quiet.items() if silent_for[r] and now - last > self.timeout]
+
+        def failure_of(rank: int) -> Failure:
+            return silent(rank, self.pids[rank], quiet[rank], now, never_beat=rank in starting)
+
+        found += [failure_of(r) for r, last in quiet.items()
+                  if silent_for[r] and now - last > self.timeout]
         if not found:
             return None
         failed = {f.rank for f in found}
-        found += [silent(r, self.pids[r], last, now, never_beat=r in starting)
-                  for r, last in quiet.items() if r not in failed and silent_for[r]]
+        found += [failure_of(r) for r in quiet if r not in failed and silent_for[r]]
         return min(found, key=lambda f: f.time)
 
 

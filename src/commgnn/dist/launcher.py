@@ -356,15 +356,15 @@ def _dump_stacks(failure: heartbeat.Failure, procs: list) -> str:
                    if p.pid is not None and p.exitcode is None]
     else:
         return ""
-    asked = []
+    asked = False
     for rank, pid in targets:
         print(f"commgnn: {heartbeat.who(rank, pid)}: its threads' Python stacks",
               file=sys.stderr, flush=True)
         try:
             os.kill(pid, STACKS_SIGNAL)
-        except OSError:
+        except OSError:  # it exited meanwhile
             continue
-        asked.append(rank)
+        asked = True
         time.sleep(STACKS_WAIT_S)
     if not asked:
         return ""
