@@ -162,3 +162,37 @@ def test_worker_meter_reads_its_own_gpu(monkeypatch):
     meter = worker_meter(torch.device("cuda", 1))
     assert opened == [1]
     assert "nvml" in meter.name
+
+
+@pytest.mark.parametrize("total_energy", [True, False])
+def test_a_shared_gpus_energy_is_split_among_its_workers(monkeypatch, total_energy):
+    """Four workers on one GPU each read all of it from NVML; each is attributed a
+    quarter, so the four readings add up to the device's energy once."""
+    from commgnn.energy import select as select_mod
+
+    class Frozen(_FakeNvml):  # 400 J since the driver loaded, then 400 J more
+        readings = iter([5_000_000] * 4 + [5_400_000] * 4)  # four starts, four stops
+
+        def nvmlDeviceGetTotalEnergyConsumption(self, h):
+            if not self.total_energy:
+                raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+            return next(self.readings, 5_400_000)
+
+    fake = Frozen(total_energy, watts=400.0)
+    monkeypatch.setattr(nvml_mod, "_pynvml", lambda: fake)
+    monkeypatch.setattr(select_mod, "nvml_available", lambda: True)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    meters = [nvml_mod.NvmlMeter("cuda:0", share=4, sample_interval_s=0.01,
+                                 use_total_energy=total_energy) for _ in range(4)]
+    for m in meters:
+        m.start()
+    time.sleep(0.05)
+    gpu = [m.stop() for m in meters]
+    if total_energy:
+        assert gpu == [100.0] * 4  # 400 J / 4 each: the device's 400 J once in all
+    else:  # 400 W for ~0.05 s each, a quarter attributed
+        assert all(400 * 0.05 / 4 * 0.8 <= j <= 400 * 0.5 / 4 for j in gpu)
+    assert meters[0].describe()["share"] == 4
+    assert select_meter("cuda:0", "nvml", gpu_share=4).share == 4
+    with pytest.raises(ValueError, match="share must be at least 1"):
+        nvml_mod.NvmlMeter("cuda:0", share=0)

@@ -137,3 +137,51 @@ def test_rows_named_otherwise_than_the_runs_fall_back_to_all_the_systems_runs():
     runs = pd.DataFrame({"base_system": ["hopgnn"], "dataset": ["tiny"],
                          "time_dilation": [1.0]})
     assert judge(_claim(), table, runs, {})["verdict"] == "not comparable"
+
+
+@pytest.mark.parametrize(("clock", "verdict"), [
+    ("dilated", "reproduced"),
+    ("accelerator, emulated network", "reproduced"),  # a GPU at f = 1: judged
+    ("accelerator, real network", "reproduced"),  # a real cluster: judged
+    ("raw CPU", "not comparable"),
+    ("accelerator, no network", "not comparable"),  # one host, nothing emulated
+])
+def test_runs_on_an_accelerator_are_judged_like_dilated_ones(clock, verdict):
+    runs = pd.DataFrame({"base_system": ["hopgnn", "default"], "time_dilation": [1.0, 1.0],
+                         "clock": [clock, clock]})
+    row = judge(_claim(), _table(1.8, 2.2), runs, {})
+    assert row["verdict"] == verdict
+    assert row["clock"] == clock
+    if verdict == "not comparable":
+        assert row["reason"].startswith(f"runs on the {clock} clock (undilated)")
+
+
+def test_a_row_names_every_clock_behind_it_and_one_unjudged_clock_gates_it():
+    runs = pd.DataFrame({"base_system": ["hopgnn", "hopgnn"], "time_dilation": [1.0, 60.0],
+                         "clock": ["accelerator, emulated network", "dilated"]})
+    row = judge(_claim(), _table(1.8, 2.2), runs, {})
+    assert (row["verdict"], row["clock"]) == ("reproduced",
+                                              "accelerator, emulated network, dilated")
+    mixed = runs.assign(clock=["raw CPU", "dilated"])
+    assert judge(_claim(), _table(1.8, 2.2), mixed, {})["verdict"] == "not comparable"
+    old = RUNS  # a runs table from before the clock column: by dilation
+    assert judge(_claim(), _table(1.8, 2.2), old, {})["clock"] == "dilated"
+
+
+def test_an_energy_claim_says_where_its_energy_came_from():
+    from commgnn.report.claims import METERED_ENERGY, TARGET_ENERGY
+
+    def energy_claim(source: str) -> Claim:
+        return Claim(id="toy", paper="HopGNN", claim="c", paper_value="2×",
+                     figure="toy_fig", measure=_speedup, band=ratio_band(1.33),
+                     direction=lambda v: v > 1, systems=("hopgnn",), energy=source)
+
+    runs = RUNS.assign(energy_meter=["nvml+rapl", "nvml+rapl"])
+    assert judge(energy_claim(TARGET_ENERGY), _table(2.0), runs, {})["energy"] == \
+        "modelled: target-machine model"
+    assert judge(energy_claim(METERED_ENERGY), _table(2.0), runs, {})["energy"] == \
+        "metered: nvml+rapl"
+    modelled = RUNS.assign(energy_meter=["modelled", "modelled"])
+    assert judge(energy_claim(METERED_ENERGY), _table(2.0), modelled, {})["energy"] == \
+        "modelled: modelled"
+    assert judge(_claim(), _table(2.0), runs, {})["energy"] == ""  # not an energy claim

@@ -48,6 +48,19 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     assert {r["energy_meter"] for r in steps} == {summary["energy_meter"]}
     assert all(r["energy_j"] > 0 for r in steps)
     assert sum(r["energy_j"] for r in steps) < summary["energy_j"]  # steps are part of it
+    # the device plan (training.device auto on a host without CUDA): both on the CPU
+    plan = summary["device_plan"]
+    assert (summary["device"], summary["device_mode"]) == ("cpu", "cpu")
+    assert plan["devices"] == ["cpu", "cpu"] and plan["backend"] == "gloo"
+    assert plan["sharers"] == [1, 1] and plan["setting"] == "auto"
+    if not torch.cuda.is_available():
+        assert plan["reason"].startswith("auto: worker 0 on ")
+    assert summary["energy_gpu_attribution"] == "none: no GPU"
+    assert summary["memory_on"] == {"peak_rss_bytes": "host", "peak_mem_bytes": "cpu",
+                                    "batch_feature_bytes_max": "cpu"}
+    # the `none` network on one host at f = 1: nothing to judge a time claim on
+    assert summary["clock"] == "raw CPU" and "network_mode" in summary
+    assert summary["network_mode"] == "loopback"
 
 
 def test_remote_rows_match_independent_count(default_run, tiny_inputs, make_spec, read_steps):
@@ -182,6 +195,7 @@ def test_target_energy_model_in_every_record(tiny_inputs, tmp_path, run_on_tiny,
     summary = json.loads((out / "summary.json").read_text())
     f = summary["time_dilation"]
     assert f == 4.0
+    assert (summary["clock"], summary["network_mode"]) == ("dilated", "emulated")
     assert summary["energy_target_model"] == {"meter": "target-model", "modelled": True,
                                               **model}
     core_w = (110 - 30) / 16

@@ -283,6 +283,13 @@ class NetworkEmulator:
         self._stats: dict[tuple[int, int, str], LinkStats] = {}
 
     # -- state ---------------------------------------------------------------------------
+    def emulates(self) -> bool:
+        """Whether any transfer costs time here (a link with latency or finite bandwidth,
+        a congestion schedule, a per-request overhead): False for the ``none`` network."""
+        return (any(link.latency_s > 0 or math.isfinite(link.bandwidth_bytes_per_s)
+                    for row in self._links for link in row)
+                or not isinstance(self.congestion, NoCongestion) or self.rpc_overhead_s > 0)
+
     @property
     def epoch(self) -> int:
         return self._epoch

@@ -6,7 +6,11 @@ meter samples ``nvmlDeviceGetPowerUsage`` (mW) in a background thread every
 ``sample_interval_s`` and integrates with the trapezoid rule (``mode == "power-sampling"``).
 GreenDyGNN (§VI-A) reads "GPU energy via NVML".
 
-NVML counts the whole GPU, not one process: workers sharing a GPU each see all of it.
+NVML counts the whole GPU, not one process: workers sharing a GPU each see all of it, so
+a meter made with ``share=k`` (k workers on its GPU, from the run's device plan) reports
+``1/k`` of the device's energy over its own interval — an equal split, under which the k
+workers' readings add up to the device's energy once (their epochs are aligned by the
+loop's barriers).
 """
 
 from __future__ import annotations
@@ -81,8 +85,12 @@ class NvmlMeter(EnergyMeter):
         *,
         sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
         use_total_energy: bool | None = None,
+        share: int = 1,
     ) -> None:
         super().__init__()
+        if share < 1:
+            raise ValueError(f"share must be at least 1, not {share}")
+        self.share = int(share)
         self._nv = _pynvml()
         self._nv.nvmlInit()
         key = nvml_index(device)
@@ -139,10 +147,10 @@ class NvmlMeter(EnergyMeter):
     def _read_parts(self) -> dict[str, float]:
         if self.mode == "total-energy":
             mj = self._nv.nvmlDeviceGetTotalEnergyConsumption(self._handle)
-            return {"gpu": max(0.0, (mj - self._e0_mj) / 1e3)}
+            return {"gpu": max(0.0, (mj - self._e0_mj) / 1e3) / self.share}
         self._sample()
         with self._lock:
-            return {"gpu": self._acc_j}
+            return {"gpu": self._acc_j / self.share}
 
     def _stop(self) -> None:
         self._stop_evt.set()
@@ -156,4 +164,4 @@ class NvmlMeter(EnergyMeter):
 
     def describe(self) -> dict[str, Any]:
         return {"meter": self.name, "modelled": False, "device": str(self.device),
-                "mode": self.mode}
+                "mode": self.mode, "share": self.share}

@@ -42,8 +42,10 @@ def select_meter(
     prefer: str | None = None,
     *,
     rapl_root: str | os.PathLike[str] = DEFAULT_RAPL_ROOT,
+    gpu_share: int = 1,
 ) -> EnergyMeter:
-    """The meter for a worker on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``), unstarted."""
+    """The meter for a worker on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``), unstarted;
+    ``gpu_share``: how many workers train on that GPU (NVML's reading is split evenly)."""
     prefer = (prefer or "auto").lower()
     if prefer not in METER_CHOICES:
         raise ValueError(f"unknown meter {prefer!r}; choose from {METER_CHOICES}")
@@ -55,19 +57,19 @@ def select_meter(
         return ModelledMeter(include_gpu=gpu)
     if prefer == "nvml":
         if has_nvml:
-            return NvmlMeter(device)
+            return NvmlMeter(device, share=gpu_share)
         log.warning("NVML unavailable for device %s; selecting automatically", device)
     if prefer == "rapl":
         if has_rapl:
             return RaplMeter(rapl_root)
         log.warning("RAPL unreadable under %s; selecting automatically", rapl_root)
     if prefer != "auto":
-        return select_meter(device, "auto", rapl_root=rapl_root)
+        return select_meter(device, "auto", rapl_root=rapl_root, gpu_share=gpu_share)
 
     meters: list[EnergyMeter] = []
     if gpu:
-        meters.append(NvmlMeter(device) if has_nvml else ModelledMeter(include_cpu=False,
-                                                                       include_gpu=True))
+        meters.append(NvmlMeter(device, share=gpu_share) if has_nvml else
+                      ModelledMeter(include_cpu=False, include_gpu=True))
     meters.append(RaplMeter(rapl_root) if has_rapl else ModelledMeter())
     if len(meters) == 2 and all(isinstance(m, ModelledMeter) for m in meters):
         return ModelledMeter(include_gpu=True)

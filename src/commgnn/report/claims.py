@@ -12,8 +12,11 @@ cells, the paper's value for the same cells, the rows it came from) or
   (e.g. a speedup > 1 where the paper's is 2.5: the effect holds, not its size);
 - ``not reproduced``: on the other side (a parity claim has no direction: outside its
   tolerance is not reproduced);
-- ``not comparable``: a claim on time or modelled energy whose runs ran undilated (raw CPU
-  time is compute-bound here, so a communication speedup says nothing of a GPU cluster);
+- ``not comparable``: a claim on time or modelled energy whose runs are on a clock that
+  cannot judge it (:mod:`commgnn.train.clocks`): undilated CPU runs (raw CPU time is
+  compute-bound here, so a communication speedup says nothing of a GPU cluster) or GPUs
+  with no network at all. Dilated runs, and runs computing on a GPU over the emulated
+  network at f = 1 or over a real network, are judged alike;
 - ``not measured``: its figure was not built (its systems did not run), or has no rows
   for it.
 
@@ -21,6 +24,10 @@ Bands (see each claim): a single paper value X is reproduced within ``×1.33`` (
 1.33·X: the substrate — synthetic stand-in graphs, CPU compute, an emulated network with
 an estimated dilation — moves compute-to-communication proportions by about that much on
 its own); a paper range is used as printed.
+
+Every row says which clock its runs were on (``clock``: the clocks of the runs behind it)
+and, for a claim on energy, where the energy came from (``energy``: the target-machine
+model, or the runs' meters).
 """
 
 from __future__ import annotations
@@ -32,11 +39,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
+
 VERDICTS = ("reproduced", "direction", "not reproduced", "not comparable", "not measured")
 #: The ledger's columns, in order.
 COLUMNS = ("id", "paper", "claim", "paper_value", "paper_x", "workload", "our_value",
-           "our_spread", "n", "band_low", "band_high", "verdict", "reason", "rule",
-           "output")
+           "our_spread", "n", "band_low", "band_high", "verdict", "reason", "clock",
+           "energy", "rule", "output")
+#: Where a claim's energy comes from (``Claim.energy``).
+TARGET_ENERGY, METERED_ENERGY = "target", "meter"
 
 
 class NotMeasured(Exception):
@@ -90,9 +101,11 @@ def tolerance(limit: float) -> Band:
 @dataclass(frozen=True)
 class Claim:
     """One headline claim. ``dilated``: a claim on times or modelled energy, comparable
-    only when every run of ``systems`` (base systems) in the runs table ran on a dilated
-    network. ``direction``: the test a value outside the band must pass to count as the
-    same effect (None: a parity claim)."""
+    only when every run of ``systems`` (base systems) in the runs table ran on a judged
+    clock (:data:`commgnn.train.clocks.JUDGED`). ``direction``: the test a value outside
+    the band must pass to count as the same effect (None: a parity claim). ``energy``: a
+    claim on energy read from the target-machine model (:data:`TARGET_ENERGY`) or from
+    the runs' meters (:data:`METERED_ENERGY`); "" for any other claim."""
 
     id: str
     paper: str
@@ -106,6 +119,7 @@ class Claim:
     dilated: bool = True
     where: str = ""  # where the paper states it
     notes: tuple[str, ...] = field(default_factory=tuple)
+    energy: str = ""
 
 
 def mean_spread(values: pd.Series) -> tuple[float, float]:
@@ -151,12 +165,11 @@ def _text(value) -> str:
     return str(value)
 
 
-def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...],
-             rows: pd.DataFrame) -> bool | None:
-    """Whether every run of ``systems`` on the measured rows' datasets and networks ran
-    dilated (None: no such runs to tell). Rows that name their dataset or network otherwise
-    than the runs do (a paper's name, an average row) narrow nothing: all the systems' runs
-    count then."""
+def _runs_behind(runs: pd.DataFrame | None, systems: tuple[str, ...],
+                 rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The runs of ``systems`` on the measured rows' datasets and networks (None: no such
+    runs to tell). Rows that name their dataset or network otherwise than the runs do (a
+    paper's name, an average row) narrow nothing: all the systems' runs count then."""
     if runs is None or "time_dilation" not in runs:
         return None
     mine = runs[runs["base_system"].isin(systems)] if systems else runs
@@ -164,9 +177,30 @@ def _dilated(runs: pd.DataFrame | None, systems: tuple[str, ...],
         if column in rows and column in mine:
             narrowed = mine[mine[column].isin(set(rows[column].dropna()))]
             mine = narrowed if not narrowed.empty else mine
-    if mine.empty:
-        return None
-    return bool((pd.to_numeric(mine["time_dilation"], errors="coerce") > 1).all())
+    return None if mine.empty else mine
+
+
+def clocks_of(runs: pd.DataFrame) -> list[str]:
+    """The clocks the runs were on (a runs table from before the ``clock`` column: by
+    dilation alone)."""
+    if "clock" in runs:
+        known = runs["clock"].dropna()
+        if len(known) == len(runs):
+            return sorted(set(known))
+    dilation = pd.to_numeric(runs["time_dilation"], errors="coerce")
+    return sorted({DILATED if f > 1 else RAW_CPU for f in dilation})
+
+
+def _energy_source(claim: Claim, runs: pd.DataFrame | None) -> str:
+    """Where the claim's energy came from, in words ("" for a claim not on energy)."""
+    if claim.energy == TARGET_ENERGY:
+        return "modelled: target-machine model"
+    if claim.energy != METERED_ENERGY:
+        return ""
+    meters = sorted(set(runs["energy_meter"].dropna())) if (
+        runs is not None and "energy_meter" in runs) else []
+    kind = "modelled" if not meters or any("modelled" in m for m in meters) else "metered"
+    return f"{kind}: {', '.join(meters) or 'no meter recorded'}"
 
 
 def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | None,
@@ -174,6 +208,7 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     """The claim's ledger row."""
     row = {"id": claim.id, "paper": claim.paper, "claim": claim.claim,
            "paper_value": claim.paper_value, "paper_x": math.nan, "workload": "",
+           "clock": "", "energy": "",
            "our_value": math.nan, "our_spread": math.nan, "n": 0, "band_low": math.nan,
            "band_high": math.nan, "rule": "compare" if claim.figure == "compare"
            else "system_figure", "output": outputs.get(claim.figure,
@@ -191,10 +226,16 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
                our_spread=measured.spread, n=len(measured.rows), band_low=low,
                band_high=high)
     note = "".join(f"; {text}" for text in (measured.unmet, measured.note) if text)
-    if claim.dilated and _dilated(runs, claim.systems, measured.rows) is False:
+    behind = _runs_behind(runs, claim.systems, measured.rows)
+    clocks = clocks_of(behind) if behind is not None else []
+    row.update(clock=", ".join(clocks), energy=_energy_source(claim, behind))
+    unjudged = [c for c in clocks if c not in JUDGED]
+    if claim.dilated and unjudged:
+        why = ("raw CPU times are compute-bound here" if RAW_CPU in unjudged else
+               "transfers cost nothing there")
         return {**row, "verdict": "not comparable",
-                "reason": "runs on an undilated network: raw CPU times are compute-bound "
-                          f"here{note}"}
+                "reason": f"runs on the {' and '.join(unjudged)} clock (undilated): "
+                          f"{why}{note}"}
     if math.isnan(value):
         return {**row, "verdict": "not measured", "reason": f"no value{note}"}
     span = f"[{low:.4g}, {high:.4g}]"

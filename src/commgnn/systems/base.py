@@ -158,6 +158,9 @@ class System(ABC):
     - ``figure_labels``: a regular expression matching, at its start, how figures label a series
       this system ran (the papers' method names, e.g. ``DGL\b|LO\b``); its own name, and
       ``<name>-<variant>``, always count.
+    - ``device_state``: the memory metrics among its ``reductions`` that measure state
+      kept on the training device (caches, staged batches); the summary's ``memory_on``
+      says where each memory figure lives;
     - ``external``: the system trains outside commgnn's loop (another framework, in its
       own environment): ``commgnn train`` calls its ``run_external(spec, paths)``, which
       writes the same run directory (records, ``summary.json``) and returns the summary.
@@ -173,6 +176,7 @@ class System(ABC):
     reductions: ClassVar[dict[str, str]] = {}
     uses_network: ClassVar[bool] = True
     wants_ddp: ClassVar[bool] = True
+    device_state: ClassVar[tuple[str, ...]] = ()
     external: ClassVar[bool] = False
     figures: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: The system's colour in every comparison figure (``report/palette.py``; None: one

@@ -135,6 +135,7 @@ class BGLSystem(DefaultSystem):
                        "description": "FIFO cache capacity (remote feature rows; 0 = no "
                                       "cache)"},
     }
+    device_state = ("cache_bytes_max", "staged_bytes_max")  # held on the training device
     reductions = {"fifo_evictions": "sum", "cache_rows_held": "max", "cache_bytes_max": "max",
                   "staged_bytes_max": "max", "fill_resume_rows": "sum"}
 

@@ -390,6 +390,7 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float)
     setup_s = max(rows[0]["setup_s"] for rows in per_worker)
     run_info = {"time_dilation": 1.0, "setup_s": setup_s, "wall_s": wall_s,
                 "hosts": [socket.gethostname()] * spec.workers, "network_shaped": False,
+                "network_mode": "loopback",
                 "transport": "DGL sockets on loopback (DistDGL 2.1.0)"}
     summary = run_summary(spec, system, epochs, "none", torch.device("cpu"), "distdgl",
                           run_info)

@@ -254,6 +254,7 @@ class GreenDyGNNSystem(System):
         "greendygnn_policy": ("control",),
         "greendygnn_table2": ("runs",),
     }
+    device_state = ("cache_bytes_max",)  # window buffers: on the training device
     reductions = {"windows_built": "sum", "mean_window": "mean", "fill_rows": "sum",
                   "copied_rows": "sum", "rebuild_s": "sum", "swap_wait_s": "slowest",
                   "delay_est_ms": "max", "biased_windows": "sum", "cache_bytes_max": "max",

@@ -62,6 +62,7 @@ import torch.nn.functional as F
 
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.netem import MIGRATION
+from commgnn.dist.p2p import exchange
 from commgnn.dist.remote_sampler import counted_sampler
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.schedule import global_epoch_seed_nodes
@@ -452,10 +453,7 @@ class HopGNNSystem(System):
         params = list(self.model.parameters())
         payload = torch.cat([*(p.detach().reshape(-1) for p in params), acc])
         incoming = torch.empty_like(payload)
-        # one batch: NCCL would otherwise order each rank's send before its receive
-        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, payload, dst),
-                                            dist.P2POp(dist.irecv, incoming, src)]):
-            work.wait()
+        exchange({dst: payload}, {src: incoming}, via_host=self.ctx.p2p_via_host)
         # the model arrives one transfer after its sender let it go
         self.ctx.emulator.charge(src, me, payload.numel() * payload.element_size(),
                                  traffic=MIGRATION)

@@ -80,6 +80,7 @@ from torch import Tensor, nn
 
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.netem import ACTIVATION, ACTIVATION_GRAD, ALLREDUCE, GRAPH
+from commgnn.dist.p2p import exchange
 from commgnn.models.layers import block_edges
 from commgnn.sampling.block import Block
 from commgnn.systems.base import PreparedBatch, StepOutput
@@ -420,8 +421,8 @@ class P3System(DefaultSystem):
                     for graph, x in zip(batch.graphs, batch.columns, strict=True)]
         own = _flat(partials[me]).detach()
         incoming = [own if j == me else torch.empty_like(own) for j in range(world)]
-        self._point_to_point({w: _flat(partials[w]).detach() for w in range(world) if w != me},
-                             {j: incoming[j] for j in range(world) if j != me})
+        exchange({w: _flat(partials[w]).detach() for w in range(world) if w != me},
+                 {j: incoming[j] for j in range(world) if j != me}, self.ctx.p2p_via_host)
         nbytes = own.numel() * own.element_size()
         flight = _Flight(batch, partials, incoming, nbytes * (world - 1), self._updates)
         if self.options["pipeline"]:
@@ -443,8 +444,8 @@ class P3System(DefaultSystem):
         me, world = self.ctx.rank, self.ctx.world_size
         grads = [grad if w == me else grad.new_empty(sum(t.numel() for t in partials[w]))
                  for w in range(world)]
-        self._point_to_point({j: grad for j in range(world) if j != me},
-                             {w: grads[w] for w in range(world) if w != me})
+        exchange({j: grad for j in range(world) if j != me},
+                 {w: grads[w] for w in range(world) if w != me}, self.ctx.p2p_via_host)
         received = 0
         for w in range(world):
             if w != me:
@@ -452,14 +453,6 @@ class P3System(DefaultSystem):
                 self.ctx.emulator.charge(w, me, nbytes, traffic=ACTIVATION_GRAD)
                 received += nbytes
         return grads, received
-
-    @staticmethod
-    def _point_to_point(sends: dict[int, Tensor], receives: dict[int, Tensor]) -> None:
-        ops = [dist.P2POp(dist.isend, t.contiguous(), peer) for peer, t in sends.items()]
-        ops += [dist.P2POp(dist.irecv, t, peer) for peer, t in receives.items()]
-        if ops:
-            for work in dist.batch_isend_irecv(ops):
-                work.wait()
 
     def _synchronise_dense(self) -> None:
         """All-reduce (average) the gradients of every parameter but the split weights."""

@@ -89,6 +89,7 @@ class RapidGNNSystem(System):
         "rapidgnn_fig8": ("runs", "partition_stats", "datasets", "run_dirs"),
         "rapidgnn_fig9": ("runs", "partition_stats", "datasets", "run_dirs"),
     }
+    device_state = ("cache_bytes_max", "staged_bytes_max")  # held on the training device
     reductions = {"prefetch_fallbacks": "sum", "cache_bytes_max": "max",
                   "staged_bytes_max": "max", "memory_bound_bytes": "max",
                   "fill_initial_rows": "sum", "fill_refill_rows": "sum",

@@ -11,6 +11,7 @@ from commgnn.data.store import GraphDataset
 from commgnn.dist.feature_store import FeatureStore
 from commgnn.dist.launcher import DistEnv
 from commgnn.dist.netem import NetworkEmulator
+from commgnn.dist.placement import DevicePlan
 from commgnn.dist.remote_sampler import serve_adjacency
 from commgnn.partition import Partition
 from commgnn.sampling.block import MiniBatch
@@ -28,7 +29,8 @@ class WorkerContext:
     ``placement`` is the current epoch's (set by the loop from ``System.placement``);
     ``train_nodes`` and ``steps`` follow it: this worker's training nodes (those owned
     by its partitions) and the epoch's step count (the largest active worker's).
-    ``inputs`` maps the pipeline inputs the system declared in ``needs`` to paths.
+    ``inputs`` maps the pipeline inputs the system declared in ``needs`` to paths;
+    ``plan`` is the run's device plan (None only in tests that build a context by hand).
     """
 
     spec: RunSpec
@@ -40,6 +42,7 @@ class WorkerContext:
     store: FeatureStore
     labels: torch.Tensor  # all labels (replicated, small), on the training device
     inputs: dict[str, str] = field(default_factory=dict)
+    plan: DevicePlan | None = None  # every worker's device and the communication paths
     placement: Placement = field(init=False)
     train_nodes: np.ndarray = field(init=False)
     steps: int = field(init=False)
@@ -58,6 +61,12 @@ class WorkerContext:
     @property
     def world_size(self) -> int:
         return self.env.world_size
+
+    @property
+    def p2p_via_host(self) -> bool:
+        """Whether point-to-point tensors are staged through host memory (workers
+        sharing a GPU: :mod:`commgnn.dist.placement`)."""
+        return self.plan is not None and self.plan.p2p == "host"
 
     def set_placement(self, placement: Placement) -> None:
         """Make ``placement`` current (recomputes the schedule only when it changed)."""

@@ -56,6 +56,7 @@ from commgnn.dist.netem import (
     network_from_spec,
 )
 from commgnn.dist.nic import clock_file
+from commgnn.dist.placement import DevicePlan, agree, host_view
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
 from commgnn.energy.target import TargetEnergy, TargetPowerModel
@@ -66,6 +67,7 @@ from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
 from commgnn.systems.registry import get_system
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
+from commgnn.train.clocks import network_mode
 from commgnn.train.context import WorkerContext
 from commgnn.train.dilation import measure_dilation
 from commgnn.train.evaluate import evaluate
@@ -201,40 +203,36 @@ def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) ->
     return json.loads((Path(paths.out) / "summary.json").read_text())
 
 
-def _device(choice: str, local_rank: int) -> torch.device:
-    if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
-        if not torch.cuda.is_available():
-            raise RuntimeError("training.device is 'cuda' but no CUDA device is available")
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
-def _init_groups(env: DistEnv, spec: RunSpec, device: torch.device) -> None:
-    """Join the process group and RPC through one store, every listener on the
-    rendezvous interface (:func:`commgnn.dist.launcher.rendezvous_store`)."""
+def _init_groups(env: DistEnv, spec: RunSpec) -> DevicePlan:
+    """Agree on the device plan, then join the process group and RPC, all through one
+    store, every listener on the rendezvous interface
+    (:func:`commgnn.dist.launcher.rendezvous_store`)."""
     bind_interface(env, spec.get("interface"))
     timeout = spec.get("collective_timeout_s")
     store = rendezvous_store(env, timeout)
-    # On CUDA, NCCL carries the gradients and gloo the small CPU collectives (evaluation
-    # sums, gathered records); on CPU, gloo carries everything.
-    backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=env.rank,
-                            world_size=env.world_size, timeout=timedelta(seconds=timeout),
-                            device_id=device if device.type == "cuda" else None)
+    plan = agree(dist.PrefixStore("plan", store),
+                 host_view(env.rank, env.local_rank, spec.get("device")), env.world_size)
+    device = plan.device(env.rank)
+    if env.rank == 0:
+        log.info("%s", plan.line())
+    # One GPU per worker: NCCL carries the gradients and gloo the small CPU collectives
+    # (evaluation sums, gathered records). Shared GPUs and the CPU: gloo carries all.
+    dist.init_process_group(plan.backend, store=dist.PrefixStore("pg", store),
+                            rank=env.rank, world_size=env.world_size,
+                            timeout=timedelta(seconds=timeout),
+                            device_id=device if plan.mode == "exclusive" else None)
     init_method = rpc_init_method(dist.PrefixStore("rpc", store))
+    # RPC carries host tensors only (feature stores stay in host memory): no device maps.
     options = rpc.TensorPipeRpcBackendOptions(
         init_method=init_method, rpc_timeout=spec.get("rpc_timeout_s"), num_worker_threads=8)
     if spec.get("transport") == "tcp":  # real sockets even on one host (for shaped traffic)
         options = rpc.TensorPipeRpcBackendOptions(
             init_method=init_method, rpc_timeout=spec.get("rpc_timeout_s"),
             num_worker_threads=8, _transports=["uv"], _channels=["basic"])
-    if device.type == "cuda":
-        for peer in range(env.world_size):
-            options.set_device_map(worker_name(peer), {device.index: device.index})
     rpc.init_rpc(worker_name(env.rank), rank=env.rank, world_size=env.world_size,
                  rpc_backend_options=options)
     watch_peers(env, timeout)
+    return plan
 
 
 def _peak_rss_bytes() -> int:
@@ -258,7 +256,6 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
     logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
     torch.set_num_threads(worker_threads(spec.workers))
-    device = _device(spec.get("device"), env.local_rank)
     system_cls = get_system(spec.base_system)
     system = system_cls(spec.system_options)
     missing = sorted(set(system_cls.needs) - set(paths.inputs))
@@ -277,14 +274,14 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
     if env.local_rank == 0 and (beat := heartbeat.current()) is not None:
         beat.scratch.append(nic_path)  # removed even when a peer's failure ends this worker
     clock.mark("loaded")
-    _init_groups(env, spec, device)
+    plan = _init_groups(env, spec)
     if env.launcher != "spawn":
         if env.rank == 0:
             prepare_staging(spec, paths)
         dist.barrier()
     clock.mark("joined")
     try:
-        _train(env, spec, paths, device, dataset, partition, system, emulator, clock)
+        _train(env, spec, paths, plan, dataset, partition, system, emulator, clock)
     except BaseException as exc:
         heartbeat.record_failure(exc)  # before any cleanup: the time of the failure
         rpc.shutdown(graceful=False)  # peers may be gone: never wait for them
@@ -308,14 +305,16 @@ def worker_threads(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
-def worker_meter(device: torch.device) -> EnergyMeter:
-    """The energy meter of a worker training on ``device`` (its own GPU, by index)."""
-    return select_meter(str(device))
+def worker_meter(device: torch.device, gpu_share: int = 1) -> EnergyMeter:
+    """The energy meter of a worker training on ``device`` (its own GPU, by index), which
+    ``gpu_share`` workers share (NVML's reading of it is split evenly among them)."""
+    return select_meter(str(device), gpu_share=gpu_share)
 
 
-def _train(env, spec, paths, device, dataset, partition, system, emulator,
+def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emulator,
            clock: WallClock) -> None:
     rank, world = env.rank, env.world_size
+    device = plan.device(rank)
     book = partition.book
     local_rows = np.ascontiguousarray(dataset.features[book.nodes(rank)])
     store = FeatureStore(rank, book.owner, book.local_id, torch.from_numpy(local_rows),
@@ -323,7 +322,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator,
     labels = torch.from_numpy(np.array(dataset.labels, dtype=np.int64)).to(device)
     ctx = WorkerContext(spec=spec, env=env, device=device, dataset=dataset,
                         partition=partition, emulator=emulator, store=store, labels=labels,
-                        inputs=dict(paths.inputs))
+                        inputs=dict(paths.inputs), plan=plan)
     power = target_model(spec)  # the target-machine energy model (a bad one fails here)
 
     model, optimizer = _fresh_model(spec, dataset, device)
@@ -355,6 +354,10 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator,
     dist.all_gather_object(setups, (setup_s, socket.gethostname()))
     run_info["setup_s"] = max(setup for setup, _ in setups)
     run_info["hosts"] = [host for _, host in setups]
+    run_info["device_plan"] = plan.describe()
+    run_info["network_mode"] = network_mode(  # the run's network, whatever the system's
+        network_from_spec(spec.network_spec, world, spec.get("epochs")).emulates(),
+        run_info["hosts"])
     clock.mark("ready")
 
     staging = paths.staging
@@ -364,7 +367,7 @@ def _train(env, spec, paths, device, dataset, partition, system, emulator,
     # Rank 0's epoch rows so far (kept from an interrupted run when resuming), for the
     # cumulative energies every row carries.
     history = _epoch_rows(staging) if rank == 0 else []
-    meter = worker_meter(device)
+    meter = worker_meter(device, plan.sharers(rank))
     meter.start()
     epochs = spec.get("epochs")
     eval_every = spec.get("eval_every")

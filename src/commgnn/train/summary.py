@@ -35,6 +35,7 @@ from commgnn.energy.target import TargetPowerModel
 from commgnn.files import write_csv
 from commgnn.systems.base import System, reduce_values
 from commgnn.train import walltime
+from commgnn.train.clocks import run_clock
 from commgnn.train.spec import RunSpec
 
 #: Traffic classes whose modelled link seconds and bytes each epoch record carries
@@ -83,8 +84,30 @@ COMMON_KEYS = (
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "peak_rss_bytes",
     "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
-    "energy_target_per_epoch_j", *walltime.KEYS,
+    "energy_target_per_epoch_j", *walltime.KEYS, "device", "device_mode", "clock",
+    "energy_gpu_attribution",
 )
+
+
+def cpu_plan(workers: int) -> dict:
+    """The device plan of a run whose trainer records none (every worker on the CPU)."""
+    return {"setting": "cpu", "mode": "cpu", "backend": "gloo", "p2p": "direct",
+            "devices": ["cpu"] * workers, "gpus": [""] * workers,
+            "gpu_names": [""] * workers, "hosts": [], "sharers": [1] * workers,
+            "gpus_used": 0, "reason": ""}
+
+
+def gpu_attribution(meter: str, plan: dict) -> str:
+    """How the run's GPU energy is attributed to its workers, in words."""
+    if plan["mode"] == "cpu":
+        return "none: no GPU"
+    if "nvml" not in meter:
+        return "modelled: each worker's GPU at its idle floor (no NVML)"
+    shared = max(plan["sharers"])
+    if shared > 1:
+        return (f"metered (NVML): each GPU's energy split evenly among the workers sharing "
+                f"it (up to {shared})")
+    return "metered (NVML): each worker's own GPU"
 
 
 def target_model(spec: RunSpec) -> TargetPowerModel:
@@ -204,6 +227,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
     means over every worker's steps; ``network_s_per_step`` is the modelled link time
     of the feature and neighbour-list traffic (every thread), ``fetch_wait_s_per_step``
     the part the trainer waited for (the critical path)."""
+    plan = run_info.get("device_plan") or cpu_plan(spec.workers)
     last_eval = [e for e in epochs if "test_acc" in e]
     per_epoch = {key: mean(e[key] for e in epochs) for key in
                  ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
@@ -275,10 +299,19 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "epoch_times_s": [e["time_s"] / f for e in epochs],
         "epoch_times_raw_s": [e["time_s"] for e in epochs],
         **dict.fromkeys(walltime.KEYS, math.nan),  # a trainer that does not break it down
-        **{k: v for k, v in run_info.items() if k not in ("time_dilation", "setup_s")},
+        **{k: v for k, v in run_info.items()
+           if k not in ("time_dilation", "setup_s", "device_plan")},
         **metrics,
         "system_metrics": sorted(metrics),
         "device": str(device),
+        "device_mode": plan["mode"],  # cpu | shared | exclusive (commgnn.dist.placement)
+        "device_plan": plan,
+        "clock": run_clock(f, str(device), run_info.get("network_mode")),
+        "energy_gpu_attribution": gpu_attribution(meter, plan),
+        "memory_on": {**{key: "host" for key in ("peak_rss_bytes",)},
+                      **{key: str(device) for key in
+                         ("peak_mem_bytes", "batch_feature_bytes_max",
+                          *type(system).device_state)}},
         "launcher": launcher,  # how the workers were started: spawn, torchrun or srun
         "world_size": spec.workers,  # `hosts` (from run_info): each worker's host name
         "network_spec": spec.network_spec,

@@ -1,7 +1,8 @@
 """The claims ledger (:mod:`commgnn.report.claims`): one row per headline claim of the
 four papers — the claim, the paper's value, the workload we measured it on, our value ±
-its spread, the verdict and its reason, and the rule and output that produced our value —
-drawn as a table."""
+its spread, the verdict and its reason, the clock its runs were on, where its energy came
+from, and the rule and output that produced our value — drawn as a table (claim, values,
+verdict, reason and clock)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         "claim": data["id"], "paper": data["paper_value"],
         "ours": [_number(v) + ("" if pd.isna(s) else f" ± {s:.2g}")
                  for v, s in zip(data["our_value"], data["our_spread"], strict=True)],
-        "verdict": data["verdict"], "reason": data["reason"].str.slice(0, 70)})
+        "verdict": data["verdict"], "reason": data["reason"].str.slice(0, 70),
+        "clock": data["clock"]})
     save_table(shown, out_png, "Claims ledger: the papers' headline claims on this substrate",
                "no claims", width=16)
     return data
