@@ -45,10 +45,13 @@ def tiny_inputs(tmp_path_factory) -> tuple[Path, Path]:
 
 def tiny_spec(system: str = "default", epochs: int = 2, network: str | dict = "none",
               system_options: dict | None = None, **training) -> RunSpec:
-    """A 2-worker run spec on :func:`tiny_inputs` (fan-outs [5, 5], batch 64, seed 7)."""
+    """A 2-worker run spec on :func:`tiny_inputs` (fan-outs [5, 5], batch 64, seed 7), on
+    the CPU (``device="cuda"`` for a GPU: on a GPU host ``auto`` would move every test's
+    run there, where atomics make losses inexact)."""
     net = {"preset": network} if isinstance(network, str) else network
     base = {"epochs": epochs, "fanouts": [5, 5], "hidden": 16, "lr": 0.01,
-            "eval_max_nodes": 50, "rpc_timeout_s": 20, "collective_timeout_s": 20}
+            "eval_max_nodes": 50, "rpc_timeout_s": 20, "collective_timeout_s": 20,
+            "device": "cpu"}
     base.update(training)
     return RunSpec(system=system, dataset="tiny", partitioning="metis2", model="sage",
                    batch_size=64, network="net" if isinstance(network, dict) else network,

@@ -138,7 +138,7 @@ class FeatureStore:
         one request (:meth:`pull`), and the answers are scattered back into ``nodes``'
         order.
         """
-        nodes = nodes.to(torch.int64)
+        nodes = nodes.to("cpu", torch.int64)  # ids index host tables, whatever the device
         out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
         if nodes.numel() == 0:
             return out, FetchCounts()
@@ -193,6 +193,7 @@ class FeatureStore:
     def local_part(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Rows for ``nodes`` with the locally held ones filled in, and the local mask
         (the other rows are left for the caller)."""
+        nodes = nodes.to("cpu")
         out = torch.empty((nodes.shape[0], self.feature_dim), dtype=self.local_features.dtype)
         local = self.owner[nodes] == self.rank
         out[local] = self.local_features.index_select(0, self.local_id[nodes[local]])
@@ -212,4 +213,5 @@ class LocalFeatureStore:
         self.feature_dim = int(features.shape[1])
 
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
+        nodes = nodes.to("cpu")
         return self.features.index_select(0, nodes), FetchCounts(local_rows=int(nodes.numel()))

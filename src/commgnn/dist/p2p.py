@@ -21,7 +21,9 @@ def exchange(sends: Mapping[int, torch.Tensor], receives: Mapping[int, torch.Ten
     """Send ``sends[peer]`` to each peer and fill ``receives[peer]`` from each, as one
     batch (NCCL would otherwise order each rank's send before its receive); returns when
     every transfer is done. ``via_host``: stage device tensors through host memory."""
-    outgoing = {peer: _host(t) if via_host else t.contiguous() for peer, t in sends.items()}
+    copies: dict[int, torch.Tensor] = {}  # one host copy of a tensor sent to several peers
+    outgoing = {peer: (copies.setdefault(id(t), _host(t)) if via_host else t.contiguous())
+                for peer, t in sends.items()}
     landing = {peer: (torch.empty(t.shape, dtype=t.dtype) if via_host and t.device.type != "cpu"
                       else t) for peer, t in receives.items()}
     ops = [dist.P2POp(dist.isend, t, peer) for peer, t in outgoing.items()]

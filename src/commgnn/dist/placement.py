@@ -38,15 +38,17 @@ import json
 import os
 import socket
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from commgnn.errors import HostError
 
 if TYPE_CHECKING:
     import torch
     import torch.distributed as dist
+
+T = TypeVar("T")
 
 DEVICE_SETTINGS = ("auto", "cpu", "cuda")
 #: Backends for :func:`torch.distributed.init_process_group`, by mode.
@@ -277,3 +279,21 @@ def agree(store: dist.Store, view: HostView, world_size: int,
 
 def _get(store: dist.Store, key: str) -> str:
     return bytes(store.get(key)).decode()
+
+
+def carry_device(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn``, to run on a new thread with the calling thread's current CUDA device. A new
+    thread starts on device 0, so a worker on ``cuda:1`` would otherwise make a context
+    (and allocate) on GPU 0 from its prefetch and cache-building threads. ``fn`` itself
+    where CUDA is not in use."""
+    import torch
+
+    if not torch.cuda.is_initialized():
+        return fn
+    device = torch.cuda.current_device()
+
+    def on_device(*args, **kwargs) -> T:
+        torch.cuda.set_device(device)
+        return fn(*args, **kwargs)
+
+    return on_device

@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from commgnn.dist.placement import carry_device
+
 T = TypeVar("T")
 
 
@@ -56,7 +58,7 @@ class Prefetcher(Generic[T]):
         self._staged_bytes = 0
         self.max_staged_bytes = 0
         self.max_staged_items = 0
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=carry_device(self._run), name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -190,8 +190,9 @@ class DistDGL(System):
                             f"commgnn's link model cannot shape: use a network without "
                             f"emulation (preset none), not {spec.network!r}")
         if spec.get("device") == "cuda":
-            problems.append(f"{where}: system 'distdgl' trains on CPU here "
-                            "(training.device: cuda)")
+            problems.append(f"{where}: system 'distdgl' trains on the CPU: DGL 2.1.0's "
+                            "wheels on the package index are CPU builds (training.device: "
+                            "cuda; auto trains it on the CPU)")
         return problems
 
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
@@ -356,6 +357,10 @@ def _worker_record(row: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+#: Why DistDGL's runs are on the CPU whatever ``training.device`` says.
+CPU_ONLY = "DistDGL 2.1.0's wheels on the package index are CPU builds"
+
+
 def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float) -> dict:
     """``epochs.jsonl``, ``summary.json`` and the tidy tables from the trainers' files."""
     import socket
@@ -365,6 +370,7 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float)
     from commgnn.files import json_text, write_json_atomic
     from commgnn.train.summary import (
         add_cumulative,
+        cpu_plan,
         epoch_summary,
         run_summary,
         write_tidy_tables,
@@ -391,6 +397,8 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float)
     run_info = {"time_dilation": 1.0, "setup_s": setup_s, "wall_s": wall_s,
                 "hosts": [socket.gethostname()] * spec.workers, "network_shaped": False,
                 "network_mode": "loopback",
+                "device_plan": {**cpu_plan(spec.workers), "setting": spec.get("device"),
+                                "reason": CPU_ONLY},
                 "transport": "DGL sockets on loopback (DistDGL 2.1.0)"}
     summary = run_summary(spec, system, epochs, "none", torch.device("cpu"), "distdgl",
                           run_info)

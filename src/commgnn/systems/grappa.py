@@ -477,7 +477,9 @@ class GrappaSystem(System):
         tensors = [p.data for p in self.model.parameters()]
         for t in tensors:
             dist.broadcast(t, src=leader)
-        state = [self.optimizer.state_dict()]
+        # the moments travel by pickle: on the host (a CUDA tensor would be rebuilt on the
+        # leader's device index); load_state_dict moves them to each parameter's device
+        state = [_on_host(self.optimizer.state_dict()) if ctx.rank == leader else None]
         dist.broadcast_object_list(state, src=leader)
         if ctx.rank != leader:
             self.optimizer.load_state_dict(state[0])
@@ -506,3 +508,10 @@ class GrappaSystem(System):
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:
         """Evaluation reads every feature row from its home."""
         return self.home_store.fetch(nodes)
+
+
+def _on_host(state: dict) -> dict:
+    """An optimiser state dict with every state tensor copied to host memory."""
+    return {**state, "state": {key: {name: value.detach().cpu() if torch.is_tensor(value)
+                                     else value for name, value in entry.items()}
+                               for key, entry in state["state"].items()}}

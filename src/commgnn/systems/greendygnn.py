@@ -69,6 +69,7 @@ from commgnn.control.controller import (
 from commgnn.control.estimator import CongestionEstimator
 from commgnn.control.policy import check_pipeline_policy
 from commgnn.dist.feature_store import FetchCounts
+from commgnn.dist.placement import carry_device
 from commgnn.dist.prefetch import Prefetcher
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
 from commgnn.sampling.presample import check_presample, check_run_presample, open_presampled
@@ -170,7 +171,8 @@ class WindowBuffers:
                 self._error = exc
 
         self._pending, self._error = None, None
-        self._thread = threading.Thread(target=run, name="greendygnn-builder", daemon=True)
+        self._thread = threading.Thread(target=carry_device(run), name="greendygnn-builder",
+                                        daemon=True)
         self._thread.start()
 
     def swap(self) -> WindowCache:

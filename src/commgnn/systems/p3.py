@@ -501,7 +501,9 @@ class P3System(DefaultSystem):
         moments = []
         for weight, dim in self.sliced:
             state = self.optimizer.state.get(weight, {})
-            moments.append({key: slice_of(state[key], dim, lo, hi).clone()
+            # on the host: the states travel by pickle (all_gather_object), where a CUDA
+            # tensor would be rebuilt on its device index on every receiver
+            moments.append({key: slice_of(state[key], dim, lo, hi).detach().cpu().clone()
                             for key in ("exp_avg", "exp_avg_sq") if key in state})
         return {"moments": moments}
 

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from commgnn.dist.feature_store import FetchCounts
+from commgnn.dist.placement import carry_device
 from commgnn.dist.prefetch import Prefetcher
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
 from commgnn.sampling.presample import (
@@ -166,7 +167,7 @@ class RapidGNNSystem(System):
             self.cache = self._build_cache(epoch)
             fill.add(self.cache.fill)
         if epoch + 1 < self.ctx.spec.get("epochs"):
-            self._next_thread = threading.Thread(target=self._build_next,
+            self._next_thread = threading.Thread(target=carry_device(self._build_next),
                                                  args=(epoch + 1, self.cache),
                                                  name="rapidgnn-csec", daemon=True)
             self._next_thread.start()

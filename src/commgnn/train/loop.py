@@ -508,6 +508,7 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
     totals = {"epoch": epoch, "worker": rank, "steps": 0, "loss_sum": 0.0, "correct": 0,
               "seen": 0, "batch_feature_bytes_max": 0, **dict.fromkeys(STEP_TOTALS, 0)}
     system.train_module.train()
+    device = system.ctx.device
     batches = iter(system.batches(epoch))
     while True:
         t0 = time.perf_counter()
@@ -518,6 +519,8 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
         t1 = time.perf_counter()
         sync0 = emulator.totals(ALLREDUCE)
         out = system.train_step(prepared)
+        if device.type == "cuda":  # the step's kernels are done: its compute time is whole
+            torch.cuda.synchronize(device)
         t2 = time.perf_counter()
         sync = emulator.totals(ALLREDUCE)
         counts, sampling = prepared.counts, prepared.sampling
