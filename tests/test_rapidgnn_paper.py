@@ -86,6 +86,9 @@ def test_paper_config_slice_regenerates_every_figure(repo_root, tmp_path):
                     if n.endswith("report.html"))
     assert "RapidGNN Table 2 analogue" in html
     assert ("Datasets: products-like: synthetic tiny, 3,000 nodes. Workers: 2, 3, 4. "
+            "Devices: training.device auto (each run's device plan is in its summary: a GPU "
+            "where every worker has one, shared round-robin when workers outnumber GPUs); "
+            "a GPU's NVML energy is split evenly among the workers sharing it. "
             "Networks: 10gbe-p100 (10gbe, time dilation f = 13: times are raw \\u00f7 13). "
             "Seeds: 0. Epochs: 2.") in html  # Table 2's runs: not the longer sweep
 

@@ -235,3 +235,40 @@ def test_no_cuda_at_all_is_said(monkeypatch):
 def test_the_shared_gpus_energy_attribution_adds_up_to_the_device():
     plan = plan_devices(views(1, 4, 1, "auto", "none"))
     assert math.isclose(sum(1 / plan.sharers(r) for r in range(4)), plan.gpus_used)
+
+
+def test_threads_that_touch_the_device_start_on_the_workers_gpu(monkeypatch):
+    """A new thread's current CUDA device is 0: carry_device hands it the caller's."""
+    from commgnn.dist.placement import carry_device
+
+    current = {"main": 3}
+    calls = []
+
+    class Cuda:
+        def is_initialized(self):
+            return True
+
+        def current_device(self):
+            return current[threading.current_thread().name]
+
+        def set_device(self, index):
+            current[threading.current_thread().name] = index
+            calls.append(index)
+
+    monkeypatch.setattr(threading.current_thread(), "name", "main")
+    monkeypatch.setattr(torch, "cuda", Cuda())
+    seen = []
+    work = carry_device(lambda x: seen.append((x, current["worker"])))
+    thread = threading.Thread(target=work, args=("batch",), name="worker")
+    current["worker"] = 0  # where a new thread starts
+    thread.start()
+    thread.join()
+    assert seen == [("batch", 3)] and calls == [3]
+
+    class NoCuda:
+        def is_initialized(self):
+            return False
+
+    monkeypatch.setattr(torch, "cuda", NoCuda())
+    plain = print
+    assert carry_device(plain) is plain  # a CPU run's threads are left as they are

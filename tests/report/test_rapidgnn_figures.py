@@ -3,6 +3,7 @@ values on small runs tables and run directories written to disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -217,6 +218,9 @@ def test_describe_runs_states_scale_workers_dilation_seeds():
     text = describe_runs([spec], datasets)
     assert "612,257 nodes (1/4 of ogbn-products's 2,449,029)" in text
     assert "time dilation f = 13" in text and "Workers: 4." in text and "Seeds: 2." in text
+    assert "Devices: training.device auto (" in text and "split evenly" in text
+    on_cpu = dataclasses.replace(spec, training={"device": "cpu"})
+    assert "Devices: the CPU." in describe_runs([on_cpu], datasets)
 
 
 def test_table2_keeps_cells_apart_by_network(inputs, tmp_path):

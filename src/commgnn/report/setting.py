@@ -1,5 +1,5 @@
 """What a figure's runs were run on, in a sentence each: the datasets and their scale,
-workers, networks with their time dilation, seeds and epochs (the last paragraph of a
+workers, devices, networks with their time dilation, seeds and epochs (the last paragraph of a
 figure's caption in the Snakemake report)."""
 
 from __future__ import annotations
@@ -51,14 +51,27 @@ def _numbers(values) -> str:
     return ", ".join(str(v) for v in sorted(set(values)))
 
 
+def _devices(specs: list[RunSpec]) -> str:
+    """Where the runs compute and how a shared GPU's energy is attributed."""
+    settings = sorted({s.get("device") for s in specs})
+    if settings == ["cpu"]:
+        return "Devices: the CPU."
+    return (f"Devices: training.device {'/'.join(settings)} (each run's device plan is in its "
+            "summary: a GPU where every worker has one, shared round-robin when workers "
+            "outnumber GPUs); a GPU's NVML energy is split evenly among the workers sharing "
+            "it.")
+
+
 def describe_runs(specs: list[RunSpec], datasets: dict) -> str:
-    """One paragraph: datasets (scale), workers, networks (dilation), seeds, epochs."""
+    """One paragraph: datasets (scale), workers, devices, networks (dilation), seeds,
+    epochs."""
     if not specs:
         return "No runs."
     names = sorted({s.dataset for s in specs})
     parts = [
         "Datasets: " + "; ".join(f"{n}: {dataset_scale(datasets[n])}" for n in names) + ".",
         f"Workers: {_numbers(s.workers for s in specs)}.",
+        _devices(specs),
         "Networks: " + "; ".join(sorted({_dilation(s) for s in specs})) + ".",
         f"Seeds: {_numbers(s.seed for s in specs)}.",
         f"Epochs: {_numbers(s.get('epochs') for s in specs)}.",
