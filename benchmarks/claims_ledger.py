@@ -11,14 +11,15 @@ Writes OUT_PREFIX.csv (every claim × benchmark) and OUT_PREFIX.md (the measured
 from __future__ import annotations
 
 import importlib
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 import pandas as pd
+import provenance
 
-from commgnn.report.claims import ledger
+from commgnn.errors import NotApplicable
+from commgnn.report.claims import VERDICTS, ledger
 from commgnn.report.figures.claims import CLAIMS, READS
 from commgnn.systems.registry import discover
 
@@ -35,26 +36,70 @@ def runs_figures() -> list[str]:
     return sorted(names & set(READS))
 
 
-def benchmark_ledger(name: str, work: Path) -> pd.DataFrame:
-    """The ledger of one benchmark (its runs table, if it has one, and its figures)."""
+def declared_by() -> dict[str, set[str]]:
+    """Each figure's systems: those that declare it (the pipeline draws it only where the
+    matrix runs one of them)."""
+    owners: dict[str, set[str]] = {}
+    for name, system in discover().items():
+        for figure in system.figures:
+            owners.setdefault(figure, set()).add(name)
+    return owners
+
+
+def draw(runs: Path, work: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """The figures a runs table draws, and those whose runs lack what they need (why): a
+    figure none of whose systems ran, or one that says so (NotApplicable); any other
+    failure of a figure is an error."""
+    tables, not_applicable = {}, {}
+    ran = set(pd.read_csv(runs)["base_system"])
+    owners = declared_by()
+    for figure in runs_figures():
+        if figure in owners and not owners[figure] & ran:
+            not_applicable[figure] = f"no {'/'.join(sorted(owners[figure]))} runs"
+            continue
+        module = importlib.import_module(f"commgnn.report.figures.{figure}")
+        try:
+            data = module.make([runs], work / f"{figure}.png")
+        except NotApplicable as exc:
+            not_applicable[figure] = str(exc)
+            continue
+        tables[figure] = work / f"{figure}.csv"
+        data.to_csv(tables[figure], index=False)
+    return tables, not_applicable
+
+
+def benchmark_ledger(name: str, work: Path, manifest: dict[str, dict]) -> pd.DataFrame:
+    """The ledger of one benchmark (its runs table, if it has one, and its committed
+    figures), one ledger per testbed its results were made on (never pooled)."""
     source = RESULTS / f"{name}_runs.csv"
-    tables, runs = {}, []
+    runs = None
     if source.is_file():
-        runs = [work / "runs.csv"]  # figure modules find the runs table by its name
-        shutil.copyfile(source, runs[0])
-        for figure in runs_figures():
-            module = importlib.import_module(f"commgnn.report.figures.{figure}")
-            try:
-                data = module.make(runs, work / f"{figure}.png")
-            except (ValueError, KeyError, FileNotFoundError):  # not its systems, or inputs
-                continue
-            tables[figure] = work / f"{figure}.csv"
-            data.to_csv(tables[figure], index=False)
-    for committed in sorted((RESULTS / f"{name}_figures").glob("*.csv")):
-        tables.setdefault(committed.stem, committed)
-    data = ledger(CLAIMS, [*runs, *tables.values()])
-    rel = {str(path): f"{name}: {path.name}" for path in tables.values()}
-    return data.assign(benchmark=name, output=data["output"].map(lambda o: rel.get(o, o)))
+        runs = pd.read_csv(source)
+        recorded = manifest[source.name]["testbed"]
+        if "testbed" not in runs:
+            runs["testbed"] = recorded
+        runs["testbed"] = runs["testbed"].fillna(recorded)
+    committed = {p: manifest[str(p.relative_to(RESULTS))]["testbed"]
+                 for p in sorted((RESULTS / f"{name}_figures").glob("*.csv"))}
+    testbeds = sorted({*committed.values(), *([] if runs is None else runs["testbed"])})
+    frames = []
+    for index, testbed in enumerate(testbeds):
+        here = work / str(index)
+        here.mkdir()
+        tables, not_applicable, inputs = {}, {}, []
+        if runs is not None and (runs["testbed"] == testbed).any():
+            inputs = [here / "runs.csv"]  # figure modules find the runs table by its name
+            runs[runs["testbed"] == testbed].to_csv(inputs[0], index=False)
+            tables, not_applicable = draw(inputs[0], here)
+        for path, made in committed.items():
+            if made == testbed:
+                tables.setdefault(path.stem, path)
+                not_applicable.pop(path.stem, None)
+        data = ledger(CLAIMS, [*inputs, *tables.values()], not_applicable)
+        rel = {str(path): f"{name}: {path.name}" for path in tables.values()}
+        frames.append(data.assign(benchmark=name, provenance=testbed,
+                                  output=data["output"].map(lambda o, rel=rel: rel.get(o, o))))
+    return pd.concat(frames, ignore_index=True)
 
 
 def benchmarks() -> list[str]:
@@ -65,28 +110,44 @@ def benchmarks() -> list[str]:
 
 
 def main(out_prefix: Path) -> pd.DataFrame:
+    manifest = provenance.load()
     frames = []
     for name in benchmarks():
         with tempfile.TemporaryDirectory() as tmp:
-            frames.append(benchmark_ledger(name, Path(tmp)))
+            frames.append(benchmark_ledger(name, Path(tmp), manifest))
     data = pd.concat(frames, ignore_index=True)
     data.to_csv(out_prefix.with_suffix(".csv"), index=False)
-    measured = data[data["verdict"] != "not measured"].sort_values(["paper", "id", "benchmark"])
+    measured = data[~data["verdict"].isin(("not measured", "not applicable"))].sort_values(
+        ["paper", "id", "benchmark"])
     lines = ["# Claims ledger over the committed benchmarks", "",
-             "Generated by `benchmarks/claims_ledger.py`; every claim × benchmark is in "
-             "`claims_ledger.csv` (a claim no benchmark measures is listed at the end).", "",
-             "| claim | benchmark | paper | ours | verdict | reason |", "|---|---|---|---|---|---|"]
+             "Generated by `benchmarks/claims_ledger.py`; every claim × benchmark × testbed is "
+             "in `claims_ledger.csv` (a claim no benchmark measures is listed at the end). "
+             "Each benchmark is judged on its own testbed (`PROVENANCE.json`; results made "
+             "before runs recorded one are \"unversioned\", named by the commit that made "
+             "them) and never pooled with another's; \"by construction\" rows cannot come "
+             "out otherwise and are not evidence.", "",
+             "| claim | benchmark | paper | ours | geomean | verdict | reason | clock | "
+             "testbed |", "|---|---|---|---|---|---|---|---|---|"]
     for _, r in measured.iterrows():
         ours = "" if pd.isna(r["our_value"]) else f"{r['our_value']:.3g}"
         if not pd.isna(r["our_spread"]):
             ours += f" ± {r['our_spread']:.2g}"
+        geomean = "" if pd.isna(r["geomean"]) else f"{r['geomean']:.3g}"
+        clock = "" if pd.isna(r["clock"]) else r["clock"]
         lines.append(f"| {r['id']} | {r['benchmark']} | {r['paper_value']} | {ours} | "
-                     f"{r['verdict']} | {r['reason']} |")
+                     f"{geomean} | {r['verdict']} | {r['reason']} | {clock} | "
+                     f"{r['provenance']} |")
     never = sorted(set(data["id"]) - set(measured["id"]))
     lines += ["", "Not measured by any benchmark: " + (", ".join(never) or "none") + "."]
     counts = measured.drop_duplicates("id")  # not used for the verdict: one row per claim
-    lines += ["", f"{len(counts)} of {data['id'].nunique()} claims measured by a benchmark."]
+    lines += ["", f"{len(counts)} of {data['id'].nunique()} claims measured by a benchmark.",
+              "", "Verdicts over the measured claim × benchmark rows: " + ", ".join(
+                  f"{verdict} {n}" for verdict, n in
+                  measured["verdict"].value_counts().reindex(VERDICTS).dropna()
+                  .astype(int).items()) + "."]
     out_prefix.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    if out_prefix.parent.resolve() == RESULTS.resolve():  # derived: its provenance anew
+        provenance.update(refresh={out_prefix.with_suffix(x).name for x in (".csv", ".md")})
     return data
 
 

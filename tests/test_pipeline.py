@@ -14,6 +14,7 @@ import yaml
 
 from commgnn.data.store import load_dataset
 from commgnn.partition import load_partition
+from commgnn.report.claims import VERDICTS
 from commgnn.report.figures.claims import CLAIMS
 
 sys.path.insert(0, str(Path(__file__).parent / "control"))
@@ -93,8 +94,10 @@ def check_side_by_side(out: Path) -> None:
     assert (clean["traffic_mb_per_step"] >= 0).all()
     claims = pd.read_csv(out / "figures" / "claims.csv")
     assert set(claims["paper"]) == {"RapidGNN", "GreenDyGNN", "Grappa", "HopGNN"}
-    assert claims["verdict"].isin(["reproduced", "direction", "not reproduced",
-                                   "not comparable", "not measured"]).all()
+    assert claims["verdict"].isin(VERDICTS).all()
+    # one pipeline, one testbed: every judged row names it, none pools two
+    assert set(claims.loc[claims["provenance"].notna(), "provenance"]) <= {
+        "synthetic v1; congestion v1; dilation per run; target energy v1"}
     # the tiny config runs undilated: no claim on time or modelled energy gets a verdict
     timed = {claim.id for claim in CLAIMS if claim.dilated}
     judged = claims[claims["verdict"].isin(["reproduced", "direction", "not reproduced"])]

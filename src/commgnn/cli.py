@@ -61,6 +61,7 @@ def cmd_dataset(args: argparse.Namespace) -> None:
     from commgnn.checks import dataset_problems
     from commgnn.data.sources import build_dataset
     from commgnn.data.store import write_dataset
+    from commgnn.testbed import generator_of
 
     spec = _spec(args.spec, "dataset", f"datasets.{args.name}")
     problems = dataset_problems(args.name, spec)
@@ -69,7 +70,7 @@ def cmd_dataset(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     ds = build_dataset(args.name, spec, raw_dir=args.raw)
     built = time.perf_counter()
-    write_dataset(ds, args.out, source=spec)
+    write_dataset(ds, args.out, source=spec, generator=generator_of(spec))
     log.info("dataset %s: %d nodes, %d edges, %d features, %d classes; built in %.2fs, "
              "written in %.2fs", args.name, ds.num_nodes, ds.num_edges, ds.feature_dim,
              ds.num_classes, built - start, time.perf_counter() - built)

@@ -30,5 +30,11 @@ class StaleInputError(InputError):
     other inputs than the ones given now; the message names it and how to rebuild it."""
 
 
+class NotApplicable(CommgnnError):
+    """A figure or claim needs runs the config did not make (a system, a partitioning
+    method); the message says what. The claims ledger files its claims as "not
+    applicable"; it is no error in the inputs."""
+
+
 class WorkerFailed(CommgnnError, RuntimeError):
     """A worker process of a distributed run failed; the message names it."""

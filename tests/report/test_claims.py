@@ -12,6 +12,7 @@ import pytest
 from commgnn.report.claims import (
     Claim,
     Measured,
+    above,
     fixed_band,
     judge,
     mean_spread,
@@ -27,7 +28,10 @@ def _speedup(table: pd.DataFrame) -> Measured:
     return Measured(value, spread, 2.0, rows)
 
 
-def _claim(band=None, direction=lambda v: v > 1, dilated=True) -> Claim:
+FASTER = above(1.0)
+
+
+def _claim(band=None, direction=FASTER, dilated=True) -> Claim:
     return Claim(id="toy", paper="HopGNN", claim="HopGNN is faster", paper_value="2×",
                  figure="toy_fig", measure=_speedup, band=band or ratio_band(1.33),
                  direction=direction, systems=("hopgnn",), dilated=dilated)
@@ -95,7 +99,7 @@ def test_a_measurement_can_say_whether_the_effect_holds():
         return Measured(float(rows["speedup"].mean()), math.nan, 2.0, rows, holds=False)
 
     claim = Claim(id="toy", paper="HopGNN", claim="c", paper_value="2×", figure="toy_fig",
-                  measure=measure, band=ratio_band(1.33), direction=lambda v: v > 1,
+                  measure=measure, band=ratio_band(1.33), direction=above(1.0),
                   dilated=False)
     # 1.25 would pass the value's direction test; the measurement says the effect fails
     assert judge(claim, _table(1.2, 1.3), RUNS, {})["verdict"] == "not reproduced"
@@ -112,7 +116,7 @@ def test_a_measurement_can_set_its_band_and_an_unmet_condition():
     def claim(unmet: str) -> Claim:
         return Claim(id="toy", paper="HopGNN", claim="c", paper_value="1.2–4.2×",
                      figure="toy_fig", measure=measure(unmet), band=ratio_band(1.33),
-                     direction=lambda v: v > 1, dilated=False)
+                     direction=above(1.0), dilated=False)
 
     row = judge(claim(""), _table(3.0, 4.0), RUNS, {})
     assert (row["verdict"], row["band_low"], row["band_high"]) == ("reproduced", 1.2, 4.2)
@@ -174,7 +178,7 @@ def test_an_energy_claim_says_where_its_energy_came_from():
     def energy_claim(source: str) -> Claim:
         return Claim(id="toy", paper="HopGNN", claim="c", paper_value="2×",
                      figure="toy_fig", measure=_speedup, band=ratio_band(1.33),
-                     direction=lambda v: v > 1, systems=("hopgnn",), energy=source)
+                     direction=above(1.0), systems=("hopgnn",), energy=source)
 
     runs = RUNS.assign(energy_meter=["nvml+rapl", "nvml+rapl"])
     assert judge(energy_claim(TARGET_ENERGY), _table(2.0), runs, {})["energy"] == \
@@ -185,3 +189,108 @@ def test_an_energy_claim_says_where_its_energy_came_from():
     assert judge(energy_claim(METERED_ENERGY), _table(2.0), modelled, {})["energy"] == \
         "modelled: modelled"
     assert judge(_claim(), _table(2.0), runs, {})["energy"] == ""  # not an energy claim
+
+
+def _fixed(value: float, noise: float, geomean: float = math.nan, seeds: int | None = None):
+    """A measure that returns ``value`` with the seeds' spread ``noise`` (and ``geomean``)
+    on the table's HopGNN rows."""
+    def measure(table: pd.DataFrame) -> Measured:
+        return Measured(value, 0.5, 2.0, select(table, "HopGNN", variant="All"),
+                        geomean=geomean, noise=noise, seeds=seeds)
+    return measure
+
+
+def _toy(measure, **fields) -> Claim:
+    return Claim(**{"id": "toy", "paper": "HopGNN", "claim": "c", "paper_value": "2×",
+                    "figure": "toy_fig", "measure": measure, "band": ratio_band(1.33),
+                    "direction": FASTER, "systems": ("hopgnn",), **fields})
+
+
+@pytest.mark.parametrize(("value", "noise", "seeds", "verdict", "why"), [
+    (1.2, 0.05, 3, "direction", ""),  # 0.2 past 1, beyond 2 × 0.05
+    (1.2, 0.15, 3, "not reproduced",
+     "effect 0.2 < 0.3 (max(0.02, 2 × the seeds' spread 0.15))"),
+    (1.015, math.nan, 1, "not reproduced",  # one seed: the 2 % minimum alone
+     "effect 0.015 < 0.02 (one seed: the minimum effect alone)"),
+    (1.015, math.nan, None, "not reproduced",
+     "effect 0.015 < 0.02 (no seed spread recorded: the minimum effect alone)"),
+    (1.05, math.nan, 1, "direction", ""),
+])
+def test_a_direction_counts_only_past_the_noise_floor(value, noise, seeds, verdict, why):
+    """The spread across cells (0.5 here) is not noise: cells differ by design."""
+    row = judge(_toy(_fixed(value, noise, seeds=seeds)), _table(1.0), RUNS, {})
+    assert row["verdict"] == verdict
+    assert why in row["reason"]
+    if verdict == "not reproduced":
+        assert "same direction within the noise floor" in row["reason"]
+
+
+def test_the_seeds_spread_is_pooled_from_the_figures_per_cell_deviations():
+    from commgnn.report.claims import seed_noise
+
+    rows = pd.DataFrame({"speedup": [2.0, 3.0], "speedup_std": [0.3, 0.4], "seeds": [3, 2],
+                         "epoch_time_s": [1.0, 2.0], "epoch_time_std_s": [0.1, 0.1]})
+    assert seed_noise(rows, "speedup") == (pytest.approx(math.sqrt((0.09 + 0.16) / 2)), 2)
+    assert seed_noise(rows, "epoch_time_s") == (pytest.approx(0.1), 2)
+    noise, seeds = seed_noise(rows.drop(columns="seeds"), "gap")
+    assert math.isnan(noise) and seeds is None
+
+
+def test_a_direction_declares_its_null_and_minimum():
+    from commgnn.report.claims import below
+
+    saving = below(0.0, min_effect=2.0)  # a claim in percent units
+    assert saving.holds(-3.0) and not saving.holds(1.0)
+    assert saving.effect(-3.0) == 3.0 and saving.floor(math.nan) == 2.0
+    assert saving.floor(1.5) == 3.0 and str(saving) == "< 0"
+    row = judge(_toy(_fixed(0.5, 0.1), direction=below(1.0)), _table(1.0), RUNS, {})
+    assert row["verdict"] == "direction"  # 0.5 below 1 by 0.5 > 0.2
+
+
+def test_means_that_disagree_on_the_direction_are_not_a_direction():
+    """HopGNN over P3 on uk-like: arithmetic 1.13, geometric 0.63."""
+    row = judge(_toy(_fixed(1.13, 0.01, geomean=0.63)), _table(1.0), RUNS, {})
+    assert row["verdict"] == "not reproduced"
+    assert "the arithmetic mean 1.13 and the geometric mean 0.63 disagree" in row["reason"]
+    assert row["geomean"] == pytest.approx(0.63)
+    agree = judge(_toy(_fixed(1.13, 0.01, geomean=1.1)), _table(1.0), RUNS, {})
+    assert agree["verdict"] == "direction"
+
+
+def test_ratio_means_are_arithmetic_with_the_geometric_beside():
+    from commgnn.report.claims import ratio_means
+
+    mean, spread, geomean = ratio_means(pd.Series([0.25, 4.0]))
+    assert (mean, geomean) == pytest.approx((2.125, 1.0))
+    assert spread == pytest.approx(pd.Series([0.25, 4.0]).std())
+    assert math.isnan(ratio_means(pd.Series([0.0, 2.0]))[2])  # no log of 0
+
+
+def test_a_value_that_cannot_come_out_otherwise_is_by_construction():
+    claim = _toy(_fixed(3.0, 0.0), by_construction="the time steps per iteration")
+    row = judge(claim, _table(1.0), RUNS, {})
+    assert row["verdict"] == "by construction"
+    assert row["reason"] == "3: the time steps per iteration"
+    assert row["our_value"] == 3.0  # shown, not counted
+
+
+def test_a_figure_whose_runs_lack_what_it_needs_makes_its_claims_not_applicable(tmp_path):
+    from commgnn.report.claims import ledger
+
+    runs = tmp_path / "runs.csv"
+    RUNS.to_csv(runs, index=False)
+    data = ledger([_claim()], [runs], not_applicable={"toy_fig": "no hopgnn runs"})
+    assert (data.loc[0, "verdict"], data.loc[0, "reason"]) == (
+        "not applicable", "toy_fig: no hopgnn runs")
+    assert ledger([_claim()], [runs]).loc[0, "verdict"] == "not measured"
+
+
+def test_runs_of_different_testbeds_are_not_pooled():
+    runs = RUNS.assign(testbed=["synthetic v1; congestion v1", "synthetic v2; congestion v1"])
+    row = judge(_claim(), _table(1.8, 2.2), runs.assign(base_system="hopgnn"), {})
+    assert row["verdict"] == "not comparable"
+    assert row["reason"].startswith("runs of 2 testbeds pooled: judge each apart")
+    assert row["provenance"] == "synthetic v1; congestion v1 | synthetic v2; congestion v1"
+    one = judge(_claim(), _table(1.8, 2.2), RUNS.assign(testbed="synthetic v1"), {})
+    assert (one["verdict"], one["provenance"]) == ("reproduced", "synthetic v1")
+    assert judge(_claim(), _table(1.8, 2.2), RUNS, {})["provenance"] == "unrecorded"

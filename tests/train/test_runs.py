@@ -59,6 +59,10 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     # the `none` network on one host at f = 1: nothing to judge a time claim on
     assert summary["clock"] == "raw CPU" and "network_mode" in summary
     assert summary["network_mode"] == "loopback"
+    # what made it: the tiny dataset was written without a generator (no `commgnn dataset`)
+    assert summary["testbed"] == ("unrecorded; congestion v1; dilation per run; "
+                                  "target energy v1")
+    assert summary["commit"] == summary["provenance"]["commit"] != ""
 
 
 def test_remote_rows_match_independent_count(default_run, tiny_inputs, make_spec, read_steps):

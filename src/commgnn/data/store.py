@@ -213,9 +213,11 @@ def _file_arrays(ds: GraphDataset) -> dict[str, np.ndarray]:
         return {key: _as_dtype(getattr(ds, key), np.dtype(DTYPES[key])) for key in ARRAY_FILES}
 
 
-def write_dataset(ds: GraphDataset, out_dir: str | Path, source: dict | None = None) -> Path:
+def write_dataset(ds: GraphDataset, out_dir: str | Path, source: dict | None = None,
+                  generator: str = "") -> Path:
     """Validate ``ds`` (:func:`validate_arrays`: ids, shapes, finite features) and write it
-    atomically to ``out_dir`` (replacing nothing partial).
+    atomically to ``out_dir`` (replacing nothing partial); ``generator``: what made it
+    (:func:`commgnn.testbed.generator_of`), recorded for the runs' provenance.
 
     ``source`` (e.g. the config spec that produced it) is recorded in ``meta.json``.
     """
@@ -237,6 +239,7 @@ def write_dataset(ds: GraphDataset, out_dir: str | Path, source: dict | None = N
             "format_version": FORMAT_VERSION,
             "name": ds.name,
             "source": source or {},
+            **({"generator": generator} if generator else {}),
             "stats": graph_statistics(ds),
             "files": files,
             "fingerprint": dataset_fingerprint(files),

@@ -8,17 +8,30 @@ cells, the paper's value for the same cells, the rows it came from) or
 :class:`NotMeasured` (no such rows: why). Verdicts:
 
 - ``reproduced``: our value inside the claim's band around the paper's value;
-- ``direction``: outside the band, on the paper's side of the claim's direction test
-  (e.g. a speedup > 1 where the paper's is 2.5: the effect holds, not its size);
-- ``not reproduced``: on the other side (a parity claim has no direction: outside its
-  tolerance is not reproduced);
+- ``direction``: outside the band, on the paper's side of the claim's :class:`Direction`
+  (e.g. a speedup > 1 where the paper's is 2.5: the effect holds, not its size) by more
+  than the noise floor — twice the seeds' spread (``Measured.noise``: pooled over the
+  cells from the figure's per-cell standard deviations) and at least the direction's
+  minimum effect (2 % by default; the minimum alone with one seed or no recorded spread)
+  — and with the arithmetic and the geometric mean of per-cell ratios on the same side;
+- ``not reproduced``: on the other side, inside the noise floor, or with the two means
+  apart (a parity claim has no direction: outside its tolerance is not reproduced);
+- ``by construction``: the claim's value cannot come out otherwise on this substrate
+  (``Claim.by_construction`` says why: e.g. RapidGNN trains on the very batches DGL-METIS
+  does, so their accuracy gap is 0): shown, never counted as evidence;
 - ``not comparable``: a claim on time or modelled energy whose runs are on a clock that
   cannot judge it (:mod:`commgnn.train.clocks`): undilated CPU runs (raw CPU time is
   compute-bound here, so a communication speedup says nothing of a GPU cluster) or GPUs
   with no network at all. Dilated runs, and runs computing on a GPU over the emulated
   network at f = 1 or over a real network, are judged alike;
+- ``not applicable``: the runs behind the figure do not include what the claim needs (the
+  figure said so by raising :class:`commgnn.errors.NotApplicable`);
 - ``not measured``: its figure was not built (its systems did not run), or has no rows
   for it.
+
+Averages are arithmetic means of per-cell values, as the papers' are (RapidGNN Table 2's
+2.46 is the arithmetic mean of its cells); for ratios the geometric mean is reported
+beside it (``geomean``).
 
 Bands (see each claim): a single paper value X is reproduced within ``×1.33`` (X/1.33 to
 1.33·X: the substrate — synthetic stand-in graphs, CPU compute, an emulated network with
@@ -41,11 +54,15 @@ import pandas as pd
 
 from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
 
-VERDICTS = ("reproduced", "direction", "not reproduced", "not comparable", "not measured")
+VERDICTS = ("reproduced", "direction", "not reproduced", "by construction", "not comparable",
+            "not applicable", "not measured")
+#: The smallest effect a direction counts (a fraction: 2 % of a ratio's 1, 2 points of a
+#: fraction); claims in percent units declare theirs (2.0).
+MIN_EFFECT = 0.02
 #: The ledger's columns, in order.
 COLUMNS = ("id", "paper", "claim", "paper_value", "paper_x", "workload", "our_value",
-           "our_spread", "n", "band_low", "band_high", "verdict", "reason", "clock",
-           "energy", "rule", "output")
+           "our_spread", "geomean", "n", "band_low", "band_high", "verdict", "reason",
+           "clock", "energy", "provenance", "rule", "output")
 #: Where a claim's energy comes from (``Claim.energy``).
 TARGET_ENERGY, METERED_ENERGY = "target", "meter"
 
@@ -63,7 +80,10 @@ class Measured:
     ``band``: the band for these cells, where the rule sets its own (e.g. the paper's
     printed range when no paper value matches our cells); None: the claim's.
     ``unmet``: a condition beyond the band our rows fail (e.g. "slower in a cell"): the
-    value cannot count as reproduced, whatever the band says."""
+    value cannot count as reproduced, whatever the band says. ``geomean``: for a mean of
+    per-cell ratios, their geometric mean (NaN otherwise). ``noise``: the seeds' spread of
+    the value (:func:`seed_noise`), which a direction must clear twice over; ``spread`` is
+    the spread of what was averaged (seeds or cells, which may differ by design)."""
 
     value: float
     spread: float
@@ -73,9 +93,72 @@ class Measured:
     holds: bool | None = None
     band: tuple[float, float] | None = None
     unmet: str = ""
+    geomean: float = math.nan  # the geometric mean of the per-cell ratios, where ratios
+    noise: float = math.nan  # the seeds' spread of the value (NaN: not recorded)
+    seeds: int | None = None  # the fewest seeds behind a cell, where known
 
 
 Band = Callable[[float], tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Direction:
+    """The side of ``null`` (no effect) the paper's effect lies on: above it (a speedup
+    over 1, a saving over 0) or below it. An effect counts only when it clears the noise
+    floor: ``min_effect`` (in the value's units) and twice the seeds' spread (the minimum
+    alone where that is unknown: one seed, or none recorded)."""
+
+    above: bool
+    null: float
+    min_effect: float = MIN_EFFECT
+
+    def holds(self, value: float) -> bool:
+        return value > self.null if self.above else value < self.null
+
+    def effect(self, value: float) -> float:
+        """How far past ``null`` the value lies on the paper's side (negative: the other)."""
+        return value - self.null if self.above else self.null - value
+
+    def floor(self, noise: float) -> float:
+        return self.min_effect if math.isnan(noise) else max(self.min_effect, 2 * noise)
+
+    def __str__(self) -> str:
+        return f"{'>' if self.above else '<'} {self.null:g}"
+
+
+def above(null: float, min_effect: float = MIN_EFFECT) -> Direction:
+    """The paper's effect: our value above ``null``."""
+    return Direction(True, null, min_effect)
+
+
+def below(null: float, min_effect: float = MIN_EFFECT) -> Direction:
+    """The paper's effect: our value below ``null``."""
+    return Direction(False, null, min_effect)
+
+
+def seed_noise(rows: pd.DataFrame, column: str) -> tuple[float, int | None]:
+    """The seeds' spread of ``column`` pooled over ``rows``' cells (the root mean square of
+    its per-cell standard deviation: ``<column>_std``, or ``<name>_std_<unit>`` for
+    ``<name>_<unit>``; NaN where none is recorded) and the fewest seeds of a cell."""
+    name, _, unit = column.rpartition("_")
+    seeds = (int(pd.to_numeric(rows["seeds"], errors="coerce").min())
+             if "seeds" in rows and pd.to_numeric(rows["seeds"], errors="coerce").notna().any()
+             else None)
+    for std in (f"{column}_std", f"{name}_std_{unit}" if name else ""):
+        if std and std in rows:
+            known = pd.to_numeric(rows[std], errors="coerce").dropna()
+            if not known.empty:
+                return float(math.sqrt((known ** 2).mean())), seeds
+    return math.nan, seeds
+
+
+def ratio_means(values: pd.Series) -> tuple[float, float, float]:
+    """Arithmetic mean, standard deviation (NaN for one) and geometric mean (NaN where a
+    ratio is not positive) of per-cell ratios."""
+    mean, spread = mean_spread(values)
+    known = pd.to_numeric(values, errors="coerce").dropna()
+    geomean = math.exp(float(known.map(math.log).mean())) if (known > 0).all() else math.nan
+    return mean, spread, geomean
 
 
 def ratio_band(factor: float = 1.33) -> Band:
@@ -102,10 +185,12 @@ def tolerance(limit: float) -> Band:
 class Claim:
     """One headline claim. ``dilated``: a claim on times or modelled energy, comparable
     only when every run of ``systems`` (base systems) in the runs table ran on a judged
-    clock (:data:`commgnn.train.clocks.JUDGED`). ``direction``: the test a value outside
-    the band must pass to count as the same effect (None: a parity claim). ``energy``: a
-    claim on energy read from the target-machine model (:data:`TARGET_ENERGY`) or from
-    the runs' meters (:data:`METERED_ENERGY`); "" for any other claim."""
+    clock (:data:`commgnn.train.clocks.JUDGED`). ``direction``: the side a value outside
+    the band must lie on, past the noise floor, to count as the same effect (None: a
+    parity claim, or one whose sign cannot come out otherwise). ``energy``: a claim on
+    energy read from the target-machine model (:data:`TARGET_ENERGY`) or from the runs'
+    meters (:data:`METERED_ENERGY`); "" for any other claim. ``by_construction``: why
+    the value cannot come out otherwise on this substrate ("": it can)."""
 
     id: str
     paper: str
@@ -114,12 +199,13 @@ class Claim:
     figure: str
     measure: Callable[[pd.DataFrame], Measured]
     band: Band
-    direction: Callable[[float], bool] | None
+    direction: Direction | None
     systems: tuple[str, ...] = ()
     dilated: bool = True
     where: str = ""  # where the paper states it
     notes: tuple[str, ...] = field(default_factory=tuple)
     energy: str = ""
+    by_construction: str = ""
 
 
 def mean_spread(values: pd.Series) -> tuple[float, float]:
@@ -203,16 +289,30 @@ def _energy_source(claim: Claim, runs: pd.DataFrame | None) -> str:
     return f"{kind}: {', '.join(meters) or 'no meter recorded'}"
 
 
+def _provenance(runs: pd.DataFrame | None) -> list[str]:
+    """The testbeds the runs were made on (``testbed`` column; "unrecorded" where absent)."""
+    if runs is None:
+        return []
+    if "testbed" not in runs:
+        return ["unrecorded"]
+    return sorted({str(t) if isinstance(t, str) and t else "unrecorded"
+                   for t in runs["testbed"]})
+
+
 def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | None,
-          outputs: dict[str, str]) -> dict:
-    """The claim's ledger row."""
+          outputs: dict[str, str], not_applicable: dict[str, str] | None = None) -> dict:
+    """The claim's ledger row. ``not_applicable``: figures whose runs lack what they need,
+    with why (:class:`commgnn.errors.NotApplicable`)."""
     row = {"id": claim.id, "paper": claim.paper, "claim": claim.claim,
            "paper_value": claim.paper_value, "paper_x": math.nan, "workload": "",
-           "clock": "", "energy": "",
+           "clock": "", "energy": "", "provenance": "", "geomean": math.nan,
            "our_value": math.nan, "our_spread": math.nan, "n": 0, "band_low": math.nan,
            "band_high": math.nan, "rule": "compare" if claim.figure == "compare"
            else "system_figure", "output": outputs.get(claim.figure,
                                                        f"figures/{claim.figure}.csv")}
+    if claim.figure in (not_applicable or {}):
+        return {**row, "verdict": "not applicable",
+                "reason": f"{claim.figure}: {not_applicable[claim.figure]}"}
     if claim.figure not in tables:
         return {**row, "verdict": "not measured",
                 "reason": f"{claim.figure} was not built: its systems did not run"}
@@ -223,12 +323,17 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     low, high = measured.band if measured.band is not None else claim.band(measured.paper_x)
     value = measured.value
     row.update(paper_x=measured.paper_x, workload=workload(measured.rows), our_value=value,
-               our_spread=measured.spread, n=len(measured.rows), band_low=low,
-               band_high=high)
+               our_spread=measured.spread, geomean=measured.geomean, n=len(measured.rows),
+               band_low=low, band_high=high)
     note = "".join(f"; {text}" for text in (measured.unmet, measured.note) if text)
     behind = _runs_behind(runs, claim.systems, measured.rows)
     clocks = clocks_of(behind) if behind is not None else []
-    row.update(clock=", ".join(clocks), energy=_energy_source(claim, behind))
+    testbeds = _provenance(behind)
+    row.update(clock=", ".join(clocks), energy=_energy_source(claim, behind),
+               provenance=" | ".join(testbeds))
+    if len(testbeds) > 1:
+        return {**row, "verdict": "not comparable",
+                "reason": f"runs of {len(testbeds)} testbeds pooled: judge each apart{note}"}
     unjudged = [c for c in clocks if c not in JUDGED]
     if claim.dilated and unjudged:
         why = ("raw CPU times are compute-bound here" if RAW_CPU in unjudged else
@@ -238,22 +343,46 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
                           f"{why}{note}"}
     if math.isnan(value):
         return {**row, "verdict": "not measured", "reason": f"no value{note}"}
+    if claim.by_construction:
+        return {**row, "verdict": "by construction",
+                "reason": f"{value:.4g}: {claim.by_construction}{note}"}
     span = f"[{low:.4g}, {high:.4g}]"
     if low <= value <= high and not measured.unmet:
         return {**row, "verdict": "reproduced", "reason": f"{value:.4g} in {span}{note}"}
-    where = "in" if low <= value <= high else "outside"
+    where = f"{value:.4g} {'in' if low <= value <= high else 'outside'} {span}"
+    direction = claim.direction
     holds = measured.holds if measured.holds is not None else (
-        claim.direction is not None and claim.direction(value))
-    if holds:
-        return {**row, "verdict": "direction",
-                "reason": f"{value:.4g} {where} {span}, same direction{note}"}
-    return {**row, "verdict": "not reproduced", "reason": f"{value:.4g} {where} {span}{note}"}
+        direction is not None and direction.holds(value))
+    if not holds:
+        return {**row, "verdict": "not reproduced", "reason": f"{where}{note}"}
+    if direction is not None:
+        floor = direction.floor(measured.noise)
+        if not math.isnan(measured.noise):
+            basis = f"max({direction.min_effect:g}, 2 × the seeds' spread {measured.noise:.3g})"
+        elif (measured.seeds if measured.seeds is not None else
+              seed_noise(measured.rows, "")[1]) == 1:
+            basis = "one seed: the minimum effect alone"
+        else:
+            basis = "no seed spread recorded: the minimum effect alone"
+        if direction.effect(value) < floor:
+            return {**row, "verdict": "not reproduced",
+                    "reason": f"{where}, same direction within the noise floor: effect "
+                              f"{direction.effect(value):.3g} < {floor:.3g} ({basis}){note}"}
+        geomean = measured.geomean
+        if not math.isnan(geomean) and direction.holds(geomean) != direction.holds(value):
+            return {**row, "verdict": "not reproduced",
+                    "reason": f"{where}; the arithmetic mean {value:.4g} and the geometric "
+                              f"mean {geomean:.4g} disagree on the direction ({direction})"
+                              f"{note}"}
+    return {**row, "verdict": "direction", "reason": f"{where}, same direction{note}"}
 
 
-def ledger(claims: list[Claim], inputs: list[Path]) -> pd.DataFrame:
+def ledger(claims: list[Claim], inputs: list[Path],
+           not_applicable: dict[str, str] | None = None) -> pd.DataFrame:
     """Every claim's row, from the figure CSVs and the runs table among ``inputs`` (each
     named by its file: ``<figure>.csv``, and the runs table ``runs.csv`` or
-    ``<anything>_runs.csv``)."""
+    ``<anything>_runs.csv``); ``not_applicable``: figures that said their runs lack what
+    they need, with why."""
     tables, outputs, runs = {}, {}, None
     for path in map(Path, inputs):
         if path.name == "runs.csv" or path.name.endswith("_runs.csv"):
@@ -261,4 +390,5 @@ def ledger(claims: list[Claim], inputs: list[Path]) -> pd.DataFrame:
         else:
             tables[path.stem] = pd.read_csv(path)
             outputs[path.stem] = str(path)
-    return pd.DataFrame([judge(c, tables, runs, outputs) for c in claims], columns=COLUMNS)
+    return pd.DataFrame([judge(c, tables, runs, outputs, not_applicable) for c in claims],
+                        columns=COLUMNS)

@@ -20,9 +20,12 @@ from commgnn.report.claims import (
     Claim,
     Measured,
     NotMeasured,
+    above,
+    below,
     fixed_band,
     mean_spread,
     ratio_band,
+    ratio_means,
     select,
     tolerance,
 )
@@ -104,12 +107,13 @@ def _epoch_speedup(table: pd.DataFrame) -> Measured:
                zip(rows["model"], rows["layers"], rows["dataset"], strict=True)]
     paper = [SPEEDUP_BY_DEPTH[int(d)] if m is None else m
              for m, d in zip(matched, rows["layers"], strict=True)]
-    value, spread = mean_spread(rows["speedup"])
+    value, spread, geomean = ratio_means(rows["speedup"])
     inside = sum(p / 1.33 <= s <= p * 1.33 for s, p in zip(rows["speedup"], paper, strict=True))
     unmatched = sum(m is None for m in matched)
     return Measured(value, spread, statistics.mean(paper), rows, _note(
         f"{inside}/{len(rows)} cells in ×1.33 of theirs",
-        f"{unmatched} unmatched: per-depth mean" if unmatched else "", _seeds(rows)))
+        f"{unmatched} unmatched: per-depth mean" if unmatched else "", _seeds(rows)),
+        geomean=geomean)
 
 
 def _accuracy_gap(depths: tuple[int, ...]):
@@ -206,7 +210,7 @@ CLAIMS: list[Claim] = [
           claim="Grappa's epoch time is on average 4× shorter than DGL-METIS's (up to 13×).",
           paper_value="4.24× mean, 1.0-13.3× (Table 3, matched cells)",
           figure="grappa_table3", measure=_epoch_speedup, band=ratio_band(1.33),
-          direction=lambda v: v > 1.0, systems=SYSTEMS, where="§5.2.1, Table 3"),
+          direction=above(1.0), systems=SYSTEMS, where="§5.2.1, Table 3"),
     Claim(id="grappa-accuracy-depth-parity", paper="Grappa",
           claim="With 2 layers Grappa's test accuracy matches DGL-METIS's.",
           paper_value="-0.0015 (0.6894 vs 0.6909)", figure="grappa_table3",
@@ -216,7 +220,7 @@ CLAIMS: list[Claim] = [
           claim="With 3-4 layers Grappa's test accuracy is above DGL-METIS's.",
           paper_value="+0.042 (L3), +0.162 (L4)", figure="grappa_table3",
           measure=_accuracy_gap((3, 4)), band=fixed_band(0.01, math.inf),
-          direction=lambda v: v > 0, systems=SYSTEMS, dilated=False,
+          direction=above(0.0, 0.01), systems=SYSTEMS, dilated=False,
           where="§5.2.2, Table 4"),
     Claim(id="grappa-scaling", paper="Grappa",
           claim="Grappa's epoch time scales almost linearly with partitions, DGL-METIS's not.",
@@ -234,12 +238,12 @@ CLAIMS: list[Claim] = [
           claim="Grappa is more accurate than Cluster-GCN on GCN-2.",
           paper_value="-0.0273 (0.7390 vs 0.7663)", figure="grappa_table5",
           measure=_versus_grappa("acc_vs_grappa"), band=fixed_band(-math.inf, -0.01),
-          direction=lambda v: v < 0, systems=WITH_CLUSTERGCN, dilated=False,
+          direction=below(0.0, 0.01), systems=WITH_CLUSTERGCN, dilated=False,
           where="§5.2.3, Table 5"),
     Claim(id="grappa-vs-clustergcn-epoch-ratio", paper="Grappa",
           claim="Cluster-GCN's epoch time is about half Grappa's on GCN-2.",
           paper_value="0.46 (1.2 s vs 2.6 s)", figure="grappa_table5",
           measure=_versus_grappa("epoch_time_vs_grappa"), band=ratio_band(1.33),
-          direction=lambda v: v < 1.0, systems=WITH_CLUSTERGCN,
+          direction=below(1.0), systems=WITH_CLUSTERGCN,
           where="§5.2.3, Table 5"),
 ]

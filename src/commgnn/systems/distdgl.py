@@ -268,7 +268,7 @@ class DistDGL(System):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         wall = time.perf_counter() - started
-        summary = _write_records(spec, system, staging, wall)
+        summary = _write_records(spec, system, staging, wall, paths.dataset)
         publish_run(staging, Path(paths.out))
         return summary
 
@@ -361,13 +361,15 @@ def _worker_record(row: dict[str, Any]) -> dict[str, Any]:
 CPU_ONLY = "DistDGL 2.1.0's wheels on the package index are CPU builds"
 
 
-def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float) -> dict:
+def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float,
+                   dataset_dir: str) -> dict:
     """``epochs.jsonl``, ``summary.json`` and the tidy tables from the trainers' files."""
     import socket
 
     import torch
 
     from commgnn.files import json_text, write_json_atomic
+    from commgnn.testbed import run_provenance
     from commgnn.train.summary import (
         add_cumulative,
         cpu_plan,
@@ -399,6 +401,7 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float)
                 "network_mode": "loopback",
                 "device_plan": {**cpu_plan(spec.workers), "setting": spec.get("device"),
                                 "reason": CPU_ONLY},
+                "provenance": run_provenance(dataset_dir),
                 "transport": "DGL sockets on loopback (DistDGL 2.1.0)"}
     summary = run_summary(spec, system, epochs, "none", torch.device("cpu"), "distdgl",
                           run_info)

@@ -66,6 +66,7 @@ from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
 from commgnn.systems.registry import get_system
+from commgnn.testbed import run_provenance
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.clocks import network_mode
 from commgnn.train.context import WorkerContext
@@ -355,6 +356,7 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
     run_info["setup_s"] = max(setup for setup, _ in setups)
     run_info["hosts"] = [host for _, host in setups]
     run_info["device_plan"] = plan.describe()
+    run_info["provenance"] = run_provenance(paths.dataset)
     run_info["network_mode"] = network_mode(  # the run's network, whatever the system's
         network_from_spec(spec.network_spec, world, spec.get("epochs")).emulates(),
         run_info["hosts"])

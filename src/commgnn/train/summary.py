@@ -85,7 +85,7 @@ COMMON_KEYS = (
     "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
     "energy_target_per_epoch_j", *walltime.KEYS, "device", "device_mode", "clock",
-    "energy_gpu_attribution",
+    "energy_gpu_attribution", "testbed", "commit",
 )
 
 
@@ -228,6 +228,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
     of the feature and neighbour-list traffic (every thread), ``fetch_wait_s_per_step``
     the part the trainer waited for (the critical path)."""
     plan = run_info.get("device_plan") or cpu_plan(spec.workers)
+    provenance = run_info.get("provenance") or {}
     last_eval = [e for e in epochs if "test_acc" in e]
     per_epoch = {key: mean(e[key] for e in epochs) for key in
                  ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_misses",
@@ -300,7 +301,10 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "epoch_times_raw_s": [e["time_s"] for e in epochs],
         **dict.fromkeys(walltime.KEYS, math.nan),  # a trainer that does not break it down
         **{k: v for k, v in run_info.items()
-           if k not in ("time_dilation", "setup_s", "device_plan")},
+           if k not in ("time_dilation", "setup_s", "device_plan", "provenance")},
+        "provenance": provenance,  # what made it (commgnn.testbed)
+        "testbed": provenance.get("testbed", "unrecorded"),
+        "commit": provenance.get("commit", "unrecorded"),
         **metrics,
         "system_metrics": sorted(metrics),
         "device": str(device),

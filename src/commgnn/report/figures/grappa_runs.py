@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.errors import NotApplicable
+
 
 def variant(row: pd.Series) -> str:
     """Grappa's ablation name of a run (Table 7), or ``<system> (<partition method>)``."""
@@ -33,7 +35,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables, with ``variant`` and the epoch time without Grappa's switches."""
     runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
     if not (runs["base_system"] == "grappa").any():
-        raise ValueError("no grappa runs in the runs table: add grappa to the experiments")
+        raise NotApplicable("no grappa runs in the runs table: add grappa to the experiments")
     runs["variant"] = runs.apply(variant, axis=1)
     switch = runs.get("switch_s_per_epoch", 0.0)
     runs["switch_s_per_epoch"] = pd.Series(switch, index=runs.index).fillna(0.0)

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from commgnn.errors import NotApplicable
 from commgnn.partition.halo import halo_nodes
 from commgnn.report.figures.plotting import finish, node_partitions
 
@@ -50,7 +51,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                          "remote_bytes": nbytes, "seconds_at_10gbps": nbytes / LINK_BYTES_PER_S})
     data = pd.DataFrame(rows)
     if data.empty:
-        raise ValueError("no metis or random partitionings among the inputs")
+        raise NotApplicable("no metis or random partitionings among the inputs")
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for key, group in data.groupby(["dataset", "method"]):
         per = group.groupby("parts")["remote_bytes"].mean() / 1e6

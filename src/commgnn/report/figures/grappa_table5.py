@@ -93,9 +93,11 @@ def per_run(runs: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     if runs.empty:
         return runs
     runs["setting"] = runs.apply(_setting, axis=1)
-    timing = (parts.groupby(["dataset", "partitioning"])["partition_time_s"].first()
-              if not parts.empty else pd.Series(dtype=float, name="partition_time_s"))
-    runs = runs.join(timing.rename("partition_s"), on=["dataset", "partitioning"])
+    if parts.empty:  # no partition statistics among the inputs: preprocessing unknown
+        runs["partition_s"] = float("nan")
+    else:
+        timing = parts.groupby(["dataset", "partitioning"])["partition_time_s"].first()
+        runs = runs.join(timing.rename("partition_s"), on=["dataset", "partitioning"])
     grappa = runs["system"] == GRAPPA
     switches = runs["switch_s_per_epoch"].fillna(0.0)
     runs["epoch_time_s"] = runs["mean_epoch_time_s"] - switches.where(grappa, 0.0)

@@ -1,6 +1,7 @@
 """GreenDyGNN Figure 5 / §VI-B: congestion overhead by method — each method's energy per
 epoch under congestion over its own clean run's (same workload and seed), minus 1, in
-percent; mean and spread over seeds."""
+percent; mean and spread over seeds, beside the mean energies per epoch behind it
+(``congested_j``, ``clean_j``: an overhead is only as good as its clean baseline)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     data = congested.dropna(subset=["overhead_pct"]).groupby(
         [*WORKLOAD, "network", "method", "label"], dropna=False).agg(
         overhead_pct=("overhead_pct", "mean"), overhead_std_pct=("overhead_pct", "std"),
+        congested_j=(ENERGY, "mean"), clean_j=("clean_j", "mean"),
         seeds=("seed", "nunique")).reset_index()
     data["order"] = data["method"].map({m: i for i, m in enumerate(METHODS)})
     data = data.sort_values(["order", "label"]).drop(columns="order")

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from commgnn.errors import NotApplicable
 from commgnn.report.figures.greendygnn_runs import METHODS, WORKLOAD, epoch_rows
 from commgnn.report.figures.plotting import finish
 
@@ -18,7 +19,7 @@ from commgnn.report.figures.plotting import finish
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     rows = epoch_rows(inputs)
     if rows.empty or not (rows["base_system"] == "greendygnn").any():
-        raise ValueError("no greendygnn runs among the figure's run directories")
+        raise NotApplicable("no greendygnn runs among the figure's run directories")
     rows = rows[rows["congested"]]
     data = rows.groupby([*WORKLOAD, "network", "method", "label", "epoch"],
                         dropna=False).agg(

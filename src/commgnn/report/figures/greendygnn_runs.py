@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.errors import NotApplicable
 from commgnn.report.figures.plotting import CELL
 
 #: Runs of one workload share these (the network differs between clean and congested).
@@ -79,7 +80,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     across networks: the key that pairs a congested run with its clean one."""
     runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
     if not (runs["base_system"] == "greendygnn").any():
-        raise ValueError("no greendygnn runs in the runs table: add greendygnn to the "
+        raise NotApplicable("no greendygnn runs in the runs table: add greendygnn to the "
                          "experiments")
     runs["method"] = runs.apply(method, axis=1)
     runs["window"] = runs["option_window"] if "option_window" in runs else float("nan")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.errors import NotApplicable
 from commgnn.report.figures.plotting import CELL
 
 #: The baseline every HopGNN figure is normalised to (the paper's DGL).
@@ -46,7 +47,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     rows: ``default`` from its fetch counts, HopGNN before pre-gathering)."""
     runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
     if not (runs["base_system"] == "hopgnn").any():
-        raise ValueError("no hopgnn runs in the runs table: add hopgnn to the experiments")
+        raise NotApplicable("no hopgnn runs in the runs table: add hopgnn to the experiments")
     runs["variant"] = runs.apply(variant, axis=1)
     default = runs["base_system"] == "default"
     runs["miss_rate"] = float("nan")

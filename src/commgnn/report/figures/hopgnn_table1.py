@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from commgnn.errors import NotApplicable
 from commgnn.report.figures.plotting import finish, node_partitions
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
@@ -79,7 +80,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
                          "r_sub": float(np.mean([v[1] for v in values]))})
     data = pd.DataFrame(rows)
     if data.empty:
-        raise ValueError("no metis or random partitionings among the inputs")
+        raise NotApplicable("no metis or random partitionings among the inputs")
     data["micro_over_sub"] = data["r_micro"] / data["r_sub"]
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     for (dataset, method, layers), group in data.groupby(["dataset", "method", "layers"]):

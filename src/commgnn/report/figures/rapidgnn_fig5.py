@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
+from commgnn.errors import NotApplicable
 from commgnn.report.figures.plotting import save_figure
 from commgnn.report.figures.rapidgnn_runs import run_ids
 
@@ -35,7 +36,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
     rapid = runs[runs["base_system"] == "rapidgnn"].copy()
     if rapid.empty:
-        raise ValueError("no rapidgnn runs in the runs table: add rapidgnn (variants with "
+        raise NotApplicable("no rapidgnn runs in the runs table: add rapidgnn (variants with "
                          "different n_hot) to the experiments")
     rapid["n_hot"] = rapid["option_n_hot"].fillna(0).astype(int)
     data = rapid.groupby([*CELL, "system", "n_hot"]).agg(

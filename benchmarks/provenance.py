@@ -1,0 +1,77 @@
+"""The provenance of every committed result: ``benchmarks/results/PROVENANCE.json`` maps
+each file under ``benchmarks/results/`` to what made it — the commit and the testbed
+(:mod:`commgnn.testbed`: dataset generator, congestion model, time-dilation policy, energy
+model).
+
+A runs table whose runs recorded their testbed (a ``testbed`` column) gives it; any other
+file made before results recorded one is "unversioned, made at <commit>" (the commit that
+last wrote it, from git): such results pool with nothing made elsewhere. The claims ledger
+(``benchmarks/claims_ledger.py``) reads the manifest and judges every testbed apart;
+``tests/test_benchmark_provenance.py`` fails when a committed result has no entry.
+
+    python benchmarks/provenance.py     # add entries for new files, drop gone ones
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+RESULTS = Path(__file__).parent / "results"
+MANIFEST = RESULTS / "PROVENANCE.json"
+
+
+def result_files() -> list[str]:
+    """Every committed result's path under ``results/`` (the manifest aside)."""
+    return sorted(str(p.relative_to(RESULTS)) for p in RESULTS.rglob("*")
+                  if p.is_file() and p != MANIFEST)
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=RESULTS, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def last_commit(relative: str) -> str:
+    """The commit that last wrote the file (the working tree's, marked, if uncommitted)."""
+    path = RESULTS / relative
+    if _git("status", "--porcelain", "--", str(path)):
+        return (_git("describe", "--always", "--abbrev=10") or "unknown") + "+uncommitted"
+    return _git("log", "-1", "--format=%h", "--abbrev=10", "--", str(path)) or "unknown"
+
+
+def testbeds_of(relative: str, commit: str) -> str:
+    """The testbed(s) of a result: a runs table's recorded ones, else unversioned."""
+    path = RESULTS / relative
+    if path.name.endswith("runs.csv"):
+        runs = pd.read_csv(path)
+        if "testbed" in runs and runs["testbed"].notna().all():
+            return " | ".join(sorted(set(runs["testbed"])))
+    return f"unversioned, made at {commit}"
+
+
+def entry(relative: str) -> dict:
+    commit = last_commit(relative)
+    return {"commit": commit, "testbed": testbeds_of(relative, commit)}
+
+
+def load() -> dict[str, dict]:
+    return json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {}
+
+
+def update(refresh: set[str] = frozenset()) -> dict[str, dict]:
+    """Entries for new files and for ``refresh`` (files just made anew), the old ones kept
+    (a result's provenance is fixed when it is made), gone files dropped."""
+    known = load()
+    manifest = {name: (entry(name) if name in refresh else known.get(name) or entry(name))
+                for name in result_files()}
+    MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+if __name__ == "__main__":
+    made = update()
+    print(f"{MANIFEST}: {len(made)} results")

@@ -1,0 +1,73 @@
+"""What made a result: the code's commit and the versions of the testbed's models.
+
+Every run summary records :func:`run_provenance`: the commit (``git describe --always
+--dirty`` of the checkout the package runs from; "unknown" outside one) and the testbed —
+the dataset generator that made its dataset (recorded in the dataset's ``meta.json`` at
+build time: a dataset outlives the code that made it), the congestion model, the
+time-dilation policy and the energy model, each a version bumped when the model changes.
+``summary["testbed"]`` joins them in one line, the key the claims ledger refuses to pool
+across (:func:`commgnn.report.claims.judge`): runs of one testbed made at different commits
+may be judged together, runs of different testbeds may not.
+
+Bump a version here when the thing it names changes what a run measures:
+
+- :data:`SYNTHETIC_GENERATOR` / :data:`RMAT_GENERATOR`: the graphs a config generates;
+- :data:`CONGESTION_MODEL`: how injected congestion acts (its reach over traffic classes,
+  its physics on a link);
+- :data:`DILATION_POLICY`: how the time dilation f is chosen;
+- :data:`ENERGY_MODEL`: the target-machine energy model's form.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+
+SYNTHETIC_GENERATOR = "synthetic v1"  # degree-corrected SBM, power-law degrees (2026-11)
+RMAT_GENERATOR = "rmat v1"
+#: Per-machine link delay on the congested machines' fetch traffic (GreenDyGNN Eq. 4).
+CONGESTION_MODEL = "congestion v1"
+#: f measured per run: the run's compute-only step ÷ the reference step.
+DILATION_POLICY = "dilation per run"
+ENERGY_MODEL = "target energy v1"
+
+
+def generator_of(spec: dict) -> str:
+    """What generates a dataset of this config entry (a public dataset: its source)."""
+    source = spec.get("source", "")
+    if source == "synthetic":
+        return SYNTHETIC_GENERATOR
+    if source == "rmat":
+        return RMAT_GENERATOR
+    return f"{source} (public data)"
+
+
+@functools.lru_cache(maxsize=1)
+def commit() -> str:
+    """``git describe --always --dirty`` of the checkout this package runs from."""
+    here = Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty",
+                               "--abbrev=10"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+
+
+def dataset_generator(dataset_dir: str | Path) -> str:
+    """The generator a dataset's ``meta.json`` records ("unrecorded" for one built before
+    it was recorded)."""
+    try:
+        meta = json.loads((Path(dataset_dir) / "meta.json").read_text())
+    except (OSError, ValueError):
+        return "unrecorded"
+    return str(meta.get("generator") or "unrecorded")
+
+
+def run_provenance(dataset_dir: str | Path) -> dict:
+    """The provenance a run summary records (``testbed`` is the pooling key)."""
+    parts = {"generator": dataset_generator(dataset_dir), "congestion": CONGESTION_MODEL,
+             "dilation": DILATION_POLICY, "energy": ENERGY_MODEL}
+    return {"commit": commit(), **parts, "testbed": "; ".join(parts.values())}

@@ -1,0 +1,90 @@
+"""Every committed result says what made it (benchmarks/results/PROVENANCE.json), and the
+ledger over the committed benchmarks judges each testbed apart, files what a benchmark did
+not run as "not applicable", and lets any other failure of a figure fail it."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+claims_ledger = importlib.import_module("claims_ledger")
+provenance = importlib.import_module("provenance")
+
+
+def test_every_committed_result_has_its_provenance():
+    manifest = provenance.load()
+    missing = sorted(set(provenance.result_files()) - set(manifest))
+    assert not missing, f"run `python benchmarks/provenance.py` to record {missing}"
+    assert all(entry["commit"] and entry["testbed"] for entry in manifest.values())
+
+
+def test_the_committed_ledger_never_pools_testbeds():
+    data = pd.read_csv(REPO / "benchmarks" / "results" / "claims_ledger.csv")
+    assert data["provenance"].notna().all()
+    assert not data["provenance"].str.contains(r" \| ").any()
+    assert not data["reason"].str.contains("testbeds pooled", na=False).any()
+
+
+def _runs(testbed: str | None) -> pd.DataFrame:
+    rows = pd.read_csv(REPO / "benchmarks" / "results" / "hopgnn_arxiv_runs.csv")
+    return rows if testbed is None else rows.assign(testbed=testbed)
+
+
+def test_a_benchmark_is_judged_per_testbed_and_says_what_it_did_not_run(tmp_path,
+                                                                          monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    both = pd.concat([_runs("testbed A"), _runs("testbed B")], ignore_index=True)
+    both.to_csv(results / "toy_runs.csv", index=False)
+    monkeypatch.setattr(claims_ledger, "RESULTS", results)
+    manifest = {"toy_runs.csv": {"commit": "abc", "testbed": "testbed A | testbed B"}}
+    work = tmp_path / "work"
+    work.mkdir()
+    data = claims_ledger.benchmark_ledger("toy", work, manifest)
+    assert set(data["provenance"]) == {"testbed A", "testbed B"}
+    for _, rows in data.groupby("provenance"):  # the same runs twice: the same verdicts
+        assert list(rows["verdict"]) == list(data[data["provenance"] == "testbed A"]["verdict"])
+    hop = data[data["id"] == "hopgnn-speedup-vs-dgl"]
+    assert (hop["verdict"] != "not applicable").all()
+    greendy = data[data["id"] == "greendygnn-energy-vs-dgl-congested"]  # not run here
+    assert set(greendy["verdict"]) == {"not applicable"}
+    assert greendy["reason"].iloc[0] == "greendygnn_table1: no greendygnn runs"
+
+
+def test_an_error_in_a_figure_fails_the_ledger(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    _runs(None).drop(columns=["mean_epoch_time_s"]).to_csv(results / "bad_runs.csv",
+                                                            index=False)
+    monkeypatch.setattr(claims_ledger, "RESULTS", results)
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(KeyError):  # once filed as "not measured"
+        claims_ledger.benchmark_ledger(
+            "bad", work, {"bad_runs.csv": {"commit": "abc", "testbed": "unversioned"}})
+
+
+def test_a_new_result_gets_an_entry_and_an_old_one_keeps_its_own(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "old.json").write_text("{}")
+    (results / "new_runs.csv").write_text(
+        _runs("synthetic v1; congestion v1; dilation per run; target energy v1")
+        .to_csv(index=False))
+    monkeypatch.setattr(provenance, "RESULTS", results)
+    monkeypatch.setattr(provenance, "MANIFEST", results / "PROVENANCE.json")
+    (results / "PROVENANCE.json").write_text(json.dumps(
+        {"old.json": {"commit": "0ld", "testbed": "unversioned, made at 0ld"},
+         "gone.json": {"commit": "x", "testbed": "y"}}))
+    made = provenance.update()
+    assert made["old.json"] == {"commit": "0ld", "testbed": "unversioned, made at 0ld"}
+    assert "gone.json" not in made
+    assert made["new_runs.csv"]["testbed"] == ("synthetic v1; congestion v1; dilation per run; "
+                                               "target energy v1")
