@@ -188,6 +188,7 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert (table3.loc[grappa_rows, "speedup_vs_default"] > 0).all()
     table1 = pd.read_csv(out / "figures" / "grappa_table1.csv")
     assert set(table1["partitioning"]) == {"metis2"} and (table1["remote_rows"] > 0).all()
+    assert (table1["distinct_remote_rows"] > 0).all() and (table1["batches"] > 0).all()
     for name in ("grappa_table4", "grappa_table7", "grappa_table8", "grappa_fig4"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
     # HopGNN: migration instead of most fetches, and its figures
