@@ -50,6 +50,25 @@ SAGE-3 (train accuracy 0.54 vs SAGE-2's 0.62); after 400 epochs SAGE-2 reaches 0
 SAGE-3 0.67. On a 20k-node instance (``nodes: 20000``, 200 epochs) SAGE-2/3/4 reach
 0.70 / 0.87 / 0.88 (small graphs are easier: the 2-hop ball is a larger share of the graph).
 
+Locality
+--------
+Real graphs are local at several scales (papers cite papers of their subfield and era,
+products co-bought within a category, pages linked within a site), which is what METIS finds
+and what HopGNN's micrographs and Grappa's halos live on; a plain DC-SBM is an expander with
+none. With ``locality = q``, a share ``q`` of each pool's edges draw their second endpoint
+inside a window around the first on a line of the nodes in id order (ids are the latent
+coordinate: labels and propensities are independent of them): the window's half-width ``w``
+is drawn from a truncated power law ``~ w^-locality_exponent`` on ``[d, line / 2]`` with
+``d`` the average degree (a window holds at least as many nodes as a node has neighbours, or
+its draws would mostly repeat one edge; exponent 1: log-uniform, every scale from there to
+the whole line equally often), and the endpoint inside it proportional to ``theta`` as
+before, among its own class's nodes (intra-class pool: the class's nodes in id order form
+its line) or any other class's (inter-class pool: the line of all nodes; a same-class draw
+is rejected and redrawn). So degrees keep their power law and the edge homophily stays
+``homophily``, while a partitioner that cuts the line into segments cuts only the long
+edges. ``locality = 0`` draws nothing extra: the graphs are byte-identical to those made
+before it existed.
+
 Determinism
 -----------
 All randomness comes from ``np.random.Generator(np.random.PCG64(...))`` seeded with
@@ -75,6 +94,10 @@ the ``preset`` (default ``tiny``), a given ``split`` is merged key by key into t
 ``feature_noise``   per-entry noise std relative to unit-norm class means
 ``signal_fraction`` fraction in (0, 1] of nodes whose features carry their class mean, the
                     rest pure noise (default 1: every node, as in the older presets)
+``locality``        fraction in [0, 1) of each edge pool drawn near its first endpoint on the
+                    line of nodes (default 0: none; see "Locality")
+``locality_exponent`` the near endpoint's window half-width ``w`` has density ~ ``w^-x`` on
+                    ``[1, line / 2]`` (default 1: every scale equally often)
 ``split``           ``{train, val, test}`` fractions of a random node permutation (sum <= 1)
 ``seed``            integer seed (default 0)
 ==================  ==========================================================================
@@ -210,8 +233,11 @@ FEATURE_CHUNK_ROWS = 1 << 16
 _STREAM_NODES, _STREAM_EDGES, _STREAM_FEATURES, _STREAM_SPLIT = 1, 2, 3, 4
 _STREAM_SIGNAL = 5  # informative-node mask; drawn only when signal_fraction < 1
 DEFAULT_SIGNAL_FRACTION = 1.0
+DEFAULT_LOCALITY = 0.0
+DEFAULT_LOCALITY_EXPONENT = 1.0
 _KNOWN_KEYS = {"source", "preset", "nodes", "avg_degree", "classes", "feature_dim", "homophily",
-               "degree_exponent", "feature_noise", "signal_fraction", "split", "seed"}
+               "degree_exponent", "feature_noise", "signal_fraction", "locality",
+               "locality_exponent", "split", "seed"}
 
 
 def seeded_rng(*words: int) -> np.random.Generator:
@@ -235,6 +261,8 @@ def resolve_synthetic_spec(spec: dict) -> dict:
     params["preset"] = preset
     params["seed"] = DEFAULT_SEED
     params.setdefault("signal_fraction", DEFAULT_SIGNAL_FRACTION)
+    params.setdefault("locality", DEFAULT_LOCALITY)
+    params.setdefault("locality_exponent", DEFAULT_LOCALITY_EXPONENT)
     for key, value in spec.items():
         if key == "split":
             if not isinstance(value, dict):
@@ -275,6 +303,13 @@ def _validate(p: dict) -> None:
     if (isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.number))
             or not 0 < float(fraction) <= 1):
         raise bad("signal_fraction", "must be a number in (0, 1]")
+    for key in ("locality", "locality_exponent"):
+        if isinstance(p[key], bool) or not isinstance(p[key], (int, float, np.number)):
+            raise bad(key, "must be a number")
+    if not 0 <= float(p["locality"]) < 1:
+        raise bad("locality", "must be in [0, 1)")
+    if not float(p["locality_exponent"]) >= 0:
+        raise bad("locality_exponent", "must be >= 0")
     split = p["split"]
     extra = sorted(set(split) - {"train", "val", "test"})
     if extra:
@@ -418,9 +453,62 @@ class _EndpointSampler:
         return self.order[self._lookup(u)]
 
 
+class _RingSampler:
+    """Nodes proportional to ``theta`` inside a window of a line of nodes in id order: the
+    nodes of each class (``by_class``), or all nodes. A window reaching past an end of its
+    line is cut there."""
+
+    def __init__(self, theta: np.ndarray, labels: np.ndarray, classes: int, by_class: bool,
+                 min_window: int = 1):
+        n = theta.shape[0]
+        self.min_window = max(1, int(min_window))
+        self.order = (np.argsort(labels, kind="stable") if by_class
+                      else np.arange(n, dtype=np.int64))
+        self.rank = np.empty(n, dtype=np.int64)
+        self.rank[self.order] = np.arange(n, dtype=np.int64)
+        self.cum = np.concatenate([[0.0], np.cumsum(theta[self.order])])  # mass before pos
+        if by_class:
+            counts = np.bincount(labels, minlength=classes)
+            self.line_end = np.cumsum(counts)
+            self.line_start = self.line_end - counts
+        else:
+            self.line_start, self.line_end = np.array([0]), np.array([n])
+        self.labels = labels
+        self.by_class = by_class
+
+    def near(self, src: np.ndarray, rng: np.random.Generator, exponent: float) -> np.ndarray:
+        """For each ``src``, a node of its line (its class's, or all) within a window of
+        half-width ``w ~ w^-exponent`` on ``[min_window, size / 2]``, proportional to
+        ``theta``."""
+        line = self.labels[src] if self.by_class else np.zeros(src.shape[0], dtype=np.int64)
+        start, end = self.line_start[line], self.line_end[line]
+        half = np.maximum((end - start) // 2, 1)
+        floor = np.minimum(self.min_window, half).astype(np.float64)
+        w = floor * np.floor(_power_law(rng.random(src.shape[0]), exponent,
+                                        np.maximum(half / floor, 1.0)))
+        w = np.clip(w.astype(np.int64), 1, half)
+        pos = self.rank[src]
+        lo = np.maximum(pos - w, start)
+        hi = np.minimum(pos + w, end - 1)
+        target = self.cum[lo] + rng.random(src.shape[0]) * (self.cum[hi + 1] - self.cum[lo])
+        found = np.searchsorted(self.cum, target, side="right") - 1
+        np.clip(found, lo, hi, out=found)
+        return self.order[found]
+
+
+def _power_law(u: np.ndarray, exponent: float, top: np.ndarray) -> np.ndarray:
+    """Inverse CDF of a density ``~ x^-exponent`` on ``[1, top]`` (per-row ``top``)."""
+    if abs(exponent - 1.0) < 1e-12:
+        return top ** u
+    a = 1.0 - exponent
+    return (1.0 + u * (top ** a - 1.0)) ** (1.0 / a)
+
+
 def _draw_pool_keys(sampler: _EndpointSampler, n: int, count: int, intra: bool,
-                    seed_words: tuple[int, ...]) -> np.ndarray:
-    """``count`` candidate undirected edges as keys ``lo * n + hi`` (self-loops -> -1)."""
+                    seed_words: tuple[int, ...], ring: _RingSampler | None = None,
+                    locality: float = 0.0, exponent: float = 1.0) -> np.ndarray:
+    """``count`` candidate undirected edges as keys ``lo * n + hi`` (self-loops -> -1); a
+    share ``locality`` of them drawn near their first endpoint on ``ring`` (its line)."""
     out = np.empty(count, dtype=np.int64)
     for k, start in enumerate(range(0, count, EDGE_CHUNK)):
         m = min(EDGE_CHUNK, count - start)
@@ -430,6 +518,10 @@ def _draw_pool_keys(sampler: _EndpointSampler, n: int, count: int, intra: bool,
         r = rng.random(m)
         dst = sampler.same_class(cls, r) if intra else sampler.other_class(cls, r)
         del r
+        if ring is not None and locality > 0:  # its own stream: locality 0 draws nothing
+            near_rng = seeded_rng(*seed_words, k, 1 << 20)
+            local = np.flatnonzero(near_rng.random(m) < locality)
+            dst[local] = ring.near(src[local], near_rng, exponent)
         lo = np.minimum(src, dst)
         hi = np.maximum(src, dst)
         key = lo * np.int64(n) + hi
@@ -453,7 +545,8 @@ def sorted_distinct(keys: np.ndarray) -> np.ndarray:
 
 
 def _fill_pool(sampler: _EndpointSampler, n: int, target: int, intra: bool,
-               seed_words: tuple[int, ...]) -> np.ndarray:
+               seed_words: tuple[int, ...], ring: _RingSampler | None = None,
+               locality: float = 0.0, exponent: float = 1.0) -> np.ndarray:
     """Sorted distinct keys of one edge pool, topped up towards ``target`` edges."""
     keys = np.empty(0, dtype=np.int64)
     accept = 1.0  # estimated fraction of fresh draws that become new distinct edges
@@ -463,7 +556,8 @@ def _fill_pool(sampler: _EndpointSampler, n: int, target: int, intra: bool,
             break
         draw = int(min(math.ceil(need / max(accept, 0.05) * 1.02) + 16, max(4 * need, 1024)))
         words = (*seed_words, rnd)
-        new = sorted_distinct(_draw_pool_keys(sampler, n, draw, intra, words))
+        new = sorted_distinct(_draw_pool_keys(sampler, n, draw, intra, words, ring, locality,
+                                              exponent))
         new = new[np.searchsorted(new, 0):]  # drop self-loop / rejected markers (-1)
         if keys.shape[0] and new.shape[0]:
             pos = np.searchsorted(keys, new)
@@ -481,15 +575,22 @@ def _fill_pool(sampler: _EndpointSampler, n: int, target: int, intra: bool,
 
 
 def generate_edges(theta: np.ndarray, labels: np.ndarray, classes: int, num_edges: int,
-                   homophily: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Undirected DC-SBM edges ``(lo, hi)`` with ``lo < hi``, distinct, ~``num_edges``."""
+                   homophily: float, seed: int, locality: float = 0.0,
+                   locality_exponent: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Undirected DC-SBM edges ``(lo, hi)`` with ``lo < hi``, distinct, ~``num_edges``; a
+    share ``locality`` of each pool drawn near on the line of nodes (module doc)."""
     n = theta.shape[0]
     sampler = _EndpointSampler(theta, labels, classes)
     n_intra = round(homophily * num_edges)
     pools = []
     for pool, (intra, target) in enumerate(((True, n_intra), (False, num_edges - n_intra))):
         if target > 0:
-            pools.append(_fill_pool(sampler, n, target, intra, (seed, _STREAM_EDGES, pool)))
+            ring = (_RingSampler(theta, labels, classes, by_class=intra,
+                                 min_window=math.ceil(2 * num_edges / n))
+                    if locality > 0 else None)
+            pools.append(_fill_pool(sampler, n, target, intra, (seed, _STREAM_EDGES, pool),
+                                    ring, locality, locality_exponent))
+            del ring
     del sampler
     keys = np.concatenate(pools) if pools else np.empty(0, dtype=np.int64)
     del pools
@@ -527,7 +628,8 @@ def generate_synthetic(spec: dict, name: str = "synthetic") -> GraphDataset:
 
     max_pairs = n * (n - 1) // 2
     num_edges = min(round(n * avg_degree / 2.0), max_pairs)
-    lo, hi = generate_edges(theta, labels, classes, num_edges, float(p["homophily"]), seed)
+    lo, hi = generate_edges(theta, labels, classes, num_edges, float(p["homophily"]), seed,
+                            float(p["locality"]), float(p["locality_exponent"]))
     del theta
     indptr, indices = symmetrize_csr(n, lo, hi)
     del lo, hi
