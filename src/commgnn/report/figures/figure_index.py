@@ -35,7 +35,7 @@ INDEX: dict[str, tuple[str, str, str]] = {
                           "ablation: without RL, without cost weights"),
     "greendygnn_policy": ("GreenDyGNN", "§IV-C2", "DQN learning curve, simulated energy"),
     "greendygnn_calibration": ("GreenDyGNN", "Algorithm 1, §IV-B", "calibration fits"),
-    "grappa_table1": ("Grappa", "Table 1", "neighbour traffic per partition"),
+    "grappa_table1": ("Grappa", "Table 1", "neighbour traffic of an epoch, by partitions"),
     "grappa_table3": ("Grappa", "Table 3", "epoch time and accuracy by system and depth"),
     "grappa_table4": ("Grappa", "Table 4", "mean test accuracy by depth"),
     "grappa_table5": ("Grappa", "Table 5", "Cluster-GCN vs Grappa, GCN-2"),
