@@ -136,14 +136,18 @@ def below(null: float, min_effect: float = MIN_EFFECT) -> Direction:
     return Direction(False, null, min_effect)
 
 
+def fewest_seeds(rows: pd.DataFrame) -> int | None:
+    """The fewest seeds behind a row (its ``seeds`` column), None where not recorded."""
+    seeds = pd.to_numeric(rows["seeds"], errors="coerce") if "seeds" in rows else None
+    return None if seeds is None or seeds.isna().all() else int(seeds.min())
+
+
 def seed_noise(rows: pd.DataFrame, column: str) -> tuple[float, int | None]:
     """The seeds' spread of ``column`` pooled over ``rows``' cells (the root mean square of
     its per-cell standard deviation: ``<column>_std``, or ``<name>_std_<unit>`` for
     ``<name>_<unit>``; NaN where none is recorded) and the fewest seeds of a cell."""
     name, _, unit = column.rpartition("_")
-    seeds = (int(pd.to_numeric(rows["seeds"], errors="coerce").min())
-             if "seeds" in rows and pd.to_numeric(rows["seeds"], errors="coerce").notna().any()
-             else None)
+    seeds = fewest_seeds(rows)
     for std in (f"{column}_std", f"{name}_std_{unit}" if name else ""):
         if std and std in rows:
             known = pd.to_numeric(rows[std], errors="coerce").dropna()
@@ -360,7 +364,7 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
         if not math.isnan(measured.noise):
             basis = f"max({direction.min_effect:g}, 2 × the seeds' spread {measured.noise:.3g})"
         elif (measured.seeds if measured.seeds is not None else
-              seed_noise(measured.rows, "")[1]) == 1:
+              fewest_seeds(measured.rows)) == 1:
             basis = "one seed: the minimum effect alone"
         else:
             basis = "no seed spread recorded: the minimum effect alone"
