@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commgnn.data.synthetic import generate_synthetic
+from commgnn.data.synthetic import generate_synthetic, regional_labels
 from commgnn.partition import partition_graph
 from commgnn.report.figures.grappa_table1 import epoch_traffic
 from commgnn.sampling.neighbor import NeighborSampler
@@ -59,7 +59,35 @@ def test_locality_is_deterministic_and_zero_changes_nothing():
 
 
 @pytest.mark.parametrize(("key", "value"), [("locality", 1.0), ("locality", -0.1),
-                                            ("locality", True), ("locality_exponent", -1)])
+                                            ("locality", True), ("locality_exponent", -1),
+                                            ("class_regions", -1), ("class_regions", 0.5)])
 def test_bad_locality_is_refused_naming_the_key(key, value):
     with pytest.raises(ValueError, match=key):
         generate_synthetic({**BASE, "nodes": 100, key: value}, name="x")
+
+
+def test_class_regions_lay_the_classes_out_along_the_line():
+    labels = regional_labels(1500, 5, 3, seed=0)
+    segments = labels.reshape(15, -1)
+    assert (segments == segments[:, :1]).all()  # each segment one class
+    first = segments[:, 0]
+    assert (first[1:] != first[:-1]).all()  # neighbouring segments never share one
+    assert sorted(np.bincount(first)) == [3] * 5  # every class in exactly 3 regions
+    assert np.array_equal(labels, regional_labels(1500, 5, 3, seed=0))
+    assert not np.array_equal(labels, regional_labels(1500, 5, 3, seed=1))
+
+
+def test_regions_make_metis_and_the_classes_agree():
+    """Classes in regions of the line: the inter-class edges are near too (they leave their
+    region for the nearest other one), so METIS no longer trades locality for class groups;
+    the class signal and the size are kept."""
+    spec = {**BASE, "locality": 0.8, "locality_exponent": 2.0}
+    plain, regional = (generate_synthetic(s, name="x")
+                       for s in (spec, {**spec, "class_regions": 1}))
+    assert _traffic_ratio(regional) < 0.75 * _traffic_ratio(plain) < 0.3
+    assert _homophily(regional) == pytest.approx(0.8, abs=0.01)
+    assert int(np.asarray(regional.indptr)[-1]) == int(np.asarray(plain.indptr)[-1])
+    zero = generate_synthetic({**BASE, "nodes": 3000, "class_regions": 0}, name="x")
+    unset = generate_synthetic({**BASE, "nodes": 3000}, name="x")
+    assert np.array_equal(zero.indices, unset.indices)
+    assert np.array_equal(zero.labels, unset.labels)
