@@ -167,7 +167,7 @@ def measure(preset: str, scale: float, max_batches: int, sage_epochs: int,
         out.update(sage_test_acc=result["test_acc"], sage_seconds=result["seconds"],
                    sage_model=f"{model['layers']} layers, hidden {SAGE_HIDDEN}, fan-outs "
                               f"{fanouts}, batches of {model['batch_size']}, "
-                              f"{sampled_epochs} epochs, test accuracy on 20,000 sampled "
+                              f"{sampled_epochs} epochs, sampled inference on up to 20,000 "
                               f"test nodes")
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {k: (float(v) if isinstance(v, np.floating | np.integer) else v)
@@ -218,39 +218,65 @@ def markdown(table: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("standins", nargs="+", help="preset[:scale]")
+    parser.add_argument("standins", nargs="*", help="preset[:scale]")
     parser.add_argument("--out", default="benchmarks/results/standins")
     parser.add_argument("--max-batches", type=int, default=8)
     parser.add_argument("--sage-epochs", type=int, default=100,
                         help="full-graph epochs (arxiv-like)")
     parser.add_argument("--sampled-epochs", type=int, default=3,
                         help="mini-batch epochs (products-, reddit-like)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="stand-ins measured at once, each in its own process")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # preset:scale, in a child process
+    parser.add_argument("--merge", nargs="+", metavar="CSV",
+                        help="join tables measured apart (in this order) into --out instead")
     args = parser.parse_args()
+    if args.merge:
+        table = pd.concat([pd.read_csv(path) for path in args.merge], ignore_index=True)
+        table.to_csv(Path(args.out).with_suffix(".csv"), index=False)
+        Path(args.out).with_suffix(".md").write_text(markdown(table))
+        return
     if args.one:
         preset, scale = args.one.split(":")
         print(json.dumps(measure(preset, float(scale), args.max_batches, args.sage_epochs,
                                  args.sampled_epochs)))
         return
     command = "python benchmarks/standins.py " + " ".join(sys.argv[1:])
-    rows = []
     out = Path(args.out)
-    for item in args.standins:  # the table is rewritten after each stand-in
-        preset, _, scale = item.partition(":")
-        scale = float(scale or 1)
-        done = subprocess.run([sys.executable, __file__, "--one", f"{preset}:{scale}",
-                               "--max-batches", str(args.max_batches), "--sage-epochs",
-                               str(args.sage_epochs), "--sampled-epochs",
-                               str(args.sampled_epochs), "x"], stdout=subprocess.PIPE, text=True,
-                              check=True)
-        measured = json.loads(done.stdout.strip().splitlines()[-1])
-        rows += rows_for(preset, scale, measured, command)
+    items = [(item.partition(":")[0], float(item.partition(":")[2] or 1))
+             for item in args.standins]
+    children: dict[int, subprocess.Popen] = {}
+    measured: dict[int, dict] = {}
+    waiting = list(range(len(items)))
+    while waiting or children:
+        while waiting and len(children) < args.jobs:
+            k = waiting.pop(0)
+            children[k] = subprocess.Popen(
+                [sys.executable, __file__, "--one", f"{items[k][0]}:{items[k][1]}",
+                 "--max-batches", str(args.max_batches), "--sage-epochs", str(args.sage_epochs),
+                 "--sampled-epochs", str(args.sampled_epochs), "x"],
+                stdout=subprocess.PIPE, text=True)
+        ended = [k for k, child in children.items() if child.poll() is not None]
+        if not ended:
+            time.sleep(1)
+            continue
+        k = ended[0]
+        child = children[k]
+        stdout, _ = child.communicate()
+        del children[k]
+        if child.returncode != 0:
+            for other in children.values():
+                other.kill()
+            raise SystemExit(f"standins: {items[k][0]} ×{items[k][1]:g} failed "
+                             f"(exit {child.returncode}); its errors are above")
+        measured[k] = json.loads(stdout.strip().splitlines()[-1])
+        rows = [row for i in sorted(measured) for row in rows_for(*items[i], measured[i],
+                                                                  command)]
         table = pd.DataFrame(rows, columns=["dataset", "statistic", "published", "measured",
                                             "source"])
-        table.to_csv(out.with_suffix(".csv"), index=False)
+        table.to_csv(out.with_suffix(".csv"), index=False)  # rewritten after each stand-in
         out.with_suffix(".md").write_text(markdown(table))
-        print(f"{preset} ×{scale:g}: done", file=sys.stderr, flush=True)
-
+        print(f"{items[k][0]} ×{items[k][1]:g}: done", file=sys.stderr, flush=True)
 
 if __name__ == "__main__":
     main()

@@ -142,6 +142,11 @@ def test_presets_match_paper_shapes():
         47, 100)
     assert (PRESETS["arxiv-like"]["classes"], PRESETS["arxiv-like"]["feature_dim"]) == (40, 128)
     assert (PRESETS["reddit-like"]["classes"], PRESETS["reddit-like"]["feature_dim"]) == (41, 602)
+    # Reddit's own degree (114.6 M CSR entries over 232,965 nodes): fewer than products'
+    assert PRESETS["reddit-like"]["nodes"] == 232_965
+    assert PRESETS["reddit-like"]["avg_degree"] == pytest.approx(114_615_892 / 232_965, abs=0.5)
+    for preset in ("arxiv-like", "reddit-like", "products-like", "uk-like", "in-like"):
+        assert PRESETS[preset]["locality"] > 0 and PRESETS[preset]["class_regions"] >= 1, preset
 
 
 def test_scaled_down_presets_generate():

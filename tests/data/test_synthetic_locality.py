@@ -60,7 +60,8 @@ def test_locality_is_deterministic_and_zero_changes_nothing():
 
 @pytest.mark.parametrize(("key", "value"), [("locality", 1.0), ("locality", -0.1),
                                             ("locality", True), ("locality_exponent", -1),
-                                            ("class_regions", -1), ("class_regions", 0.5)])
+                                            ("class_regions", -1), ("class_regions", 0.5),
+                                            ("label_noise", 1.0), ("label_noise", -0.1)])
 def test_bad_locality_is_refused_naming_the_key(key, value):
     with pytest.raises(ValueError, match=key):
         generate_synthetic({**BASE, "nodes": 100, key: value}, name="x")
@@ -91,3 +92,16 @@ def test_regions_make_metis_and_the_classes_agree():
     unset = generate_synthetic({**BASE, "nodes": 3000}, name="x")
     assert np.array_equal(zero.indices, unset.indices)
     assert np.array_equal(zero.labels, unset.labels)
+
+
+def test_label_noise_records_a_random_class_for_exactly_its_share():
+    clean = generate_synthetic({**BASE, "nodes": 4000}, name="x")
+    noisy = generate_synthetic({**BASE, "nodes": 4000, "label_noise": 0.25}, name="x")
+    for key in ("indptr", "indices", "features", "train_idx"):  # graph and features untouched
+        assert np.array_equal(getattr(clean, key), getattr(noisy, key)), key
+    changed = (clean.labels != noisy.labels).mean()
+    assert changed == pytest.approx(0.25 * (1 - 1 / 8), abs=0.02)  # a drawn class may be its own
+    assert _homophily(noisy) == pytest.approx(0.8 * 0.75 ** 2 + 0.8 * (1 - 0.75 ** 2) / 8
+                                              + 0.2 / 8, abs=0.03)
+    again = generate_synthetic({**BASE, "nodes": 4000, "label_noise": 0.25}, name="x")
+    assert np.array_equal(noisy.labels, again.labels)
