@@ -25,7 +25,8 @@ import json
 import subprocess
 from pathlib import Path
 
-SYNTHETIC_GENERATOR = "synthetic v1"  # degree-corrected SBM, power-law degrees (2026-11)
+SYNTHETIC_GENERATOR = "synthetic v2"  # v2 (2026-11-26): presets with locality, class regions,
+#: label noise and Reddit's degree; v1: degree-corrected SBM, power-law degrees
 RMAT_GENERATOR = "rmat v1"
 #: Per-machine link delay on the congested machines' fetch traffic (GreenDyGNN Eq. 4).
 CONGESTION_MODEL = "congestion v1"
