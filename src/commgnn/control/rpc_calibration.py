@@ -5,7 +5,8 @@ congestion delay ``δ``::
 
     T = α + β·b + κ·δ + γ·b·δ_ms          (target seconds; δ in s, δ_ms in ms)
 
-The paper fits α = 4.67 ms, β = 1.40e-9 s/B, γ = 2.01e-10 s/B/ms; ``κ`` (``delay_coef``)
+The paper reports fitting α, β and γ but its copy (``shared/papers/greendygnn.txt``,
+§IV-B) leaves their values blank: no value here is the paper's. ``κ`` (``delay_coef``)
 is the coefficient on the delay itself, ≈ 1 on our emulator, which pays the injected
 one-way delay once per round trip (:mod:`commgnn.dist.netem`).
 
@@ -35,7 +36,7 @@ the emulated wait and only what is not hidden shows in the measurement: the issu
 completion bookkeeping around the wait (~0.5 ms wall measured here), plus any part of
 the RPC that outlasts the dilated charge. Dividing wall time by ``f`` divides that
 residue by ``f`` too, while the emulated costs come out exact: at ``f = 20`` it adds
-~0.03 ms (< 1%) to α = 4.67 ms. The same holds for the host's scheduling noise — a thread
+~0.03 ms (< 1%) to an α of a few ms. The same holds for the host's scheduling noise — a thread
 woken late from its wait by a busy CPU (up to a scheduler tick, ~4 ms wall, when other
 processes hold the cores) — which :func:`fit_rpc` further suppresses by fitting the
 fastest repeat of each grid point. Nothing here corrects for either explicitly.
