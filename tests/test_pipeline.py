@@ -97,7 +97,7 @@ def check_side_by_side(out: Path) -> None:
     assert claims["verdict"].isin(VERDICTS).all()
     # one pipeline, one testbed: every judged row names it, none pools two
     assert set(claims.loc[claims["provenance"].notna(), "provenance"]) <= {
-        "synthetic v2; congestion v1; dilation per run; target energy v1"}
+        "synthetic v2; congestion v2; dilation per run; target energy v1"}
     # the tiny config runs undilated: no claim on time or modelled energy gets a verdict
     timed = {claim.id for claim in CLAIMS if claim.dilated}
     judged = claims[claims["verdict"].isin(["reproduced", "direction", "not reproduced"])]

@@ -28,8 +28,10 @@ from pathlib import Path
 SYNTHETIC_GENERATOR = "synthetic v2"  # v2 (2026-11-26): presets with locality, class regions,
 #: label noise and Reddit's degree; v1: degree-corrected SBM, power-law degrees
 RMAT_GENERATOR = "rmat v1"
-#: Per-machine link delay on the congested machines' fetch traffic (GreenDyGNN Eq. 4).
-CONGESTION_MODEL = "congestion v1"
+#: v2 (2026-11-26): a flow's bytes take max(bytes / bandwidth, bytes · RTT / W), W = 6 MiB
+#: (Linux's tcp_rmem maximum), and the paper's schedules reach fetch and sampling traffic;
+#: v1: a fixed per-request delay on the congested machines' fetch traffic.
+CONGESTION_MODEL = "congestion v2"
 #: f measured per run: the run's compute-only step ÷ the reference step.
 DILATION_POLICY = "dilation per run"
 ENERGY_MODEL = "target energy v1"

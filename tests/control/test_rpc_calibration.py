@@ -1,6 +1,6 @@
-"""GreenDyGNN's RPC calibration (Eq. 4): the weighted fit, and the acceptance test — real
-processes and real TensorPipe RPCs on an emulated network configured with some α/β/γ
-must give those parameters back."""
+"""GreenDyGNN's RPC calibration (Eq. 4): the weighted fit, what the link model implies for
+Eq. 4, and the acceptance test — real processes and real TensorPipe RPCs on the emulated
+network must give back the α, β, γ its window-limited TCP model implies."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import time
 import numpy as np
 import pytest
 
-from commgnn.control.rpc_calibration import RpcFit, calibrate_rpc, fit_rpc
+from commgnn.control.rpc_calibration import (
+    RpcFit,
+    calibrate_rpc,
+    fit_rpc,
+    implied_fit,
+    model_points,
+)
 from commgnn.dist.feature_store import ID_BYTES
 
 # Test values of a cluster's order (α a few ms, β ~ 5.7 Gb/s, γ > 0). They are not the paper's:
@@ -72,25 +78,49 @@ def test_fit_rejects_underdetermined_points():
         fit_rpc(pts)
 
 
-def test_calibration_recovers_emulated_alpha_beta_gamma():
-    """The acceptance test: Eq. 4 fitted to real round trips recovers the α, β, γ the
-    emulated network was configured with, within 5%, and κ ≈ 1.
+def test_implied_fit_is_eq4_of_the_window_model_hand_derived():
+    """Past the crossover (RTT > W/bw) the window model is Eq. 4 exactly: α = α_emu +
+    2·lat, β = (RTT₀/W)(1 + 8/row_bytes), γ = (1e-3/W)(1 + 8/row_bytes), κ = 1; with no
+    window limit, β = (1/bw)(1 + 8/row_bytes) and γ = 0."""
+    row_bytes, window = 512, 6_291_456
+    more = 1 + ID_BYTES / row_bytes
+    grid = {"rows_grid": [1, 2000, 8000], "feature_dim": 128}
+    net = {"preset": "10gbe", "rpc_overhead_us": 1000}
+    fit = implied_fit(net, delays_ms=[10.0, 25.0, 50.0], **grid)
+    assert fit.alpha_s == pytest.approx(1e-3 + 100e-6, rel=1e-9)
+    assert fit.beta_s_per_byte == pytest.approx(100e-6 / window * more, rel=1e-9)
+    assert fit.gamma_s_per_byte_ms == pytest.approx(1e-3 / window * more, rel=1e-9)
+    assert fit.delay_coef == pytest.approx(1.0, rel=1e-9)
+    free = implied_fit({**net, "tcp_window_bytes": None}, delays_ms=[0.0, 10.0, 25.0], **grid)
+    assert free.beta_s_per_byte == pytest.approx(8 / 10e9 * more, rel=1e-9)
+    assert free.gamma_s_per_byte_ms == pytest.approx(0.0, abs=1e-18)
+    assert free.alpha_s == pytest.approx(1.1e-3, rel=1e-9)
+    # the model's points are the emulator's charges on idle links
+    pts = model_points(net, delays_ms=[0.0, 25.0], **grid)
+    assert {(p["rows"], p["delay_ms"]) for p in pts} == {
+        (n, d) for n in (1, 2000, 8000) for d in (0.0, 25.0)}
 
-    What the fit should see (module doc of ``rpc_calibration``): α = rpc overhead + both
-    links' latencies; β = (1/bw)·(1 + request/response bytes), the request carrying
-    ``ID_BYTES`` per row against ``row_bytes`` back. Time dilation f = 20 divides the real
-    software cost of a TensorPipe RPC on this host (< 1 ms wall, mostly hidden under the
-    emulated wait) and the host's scheduling lateness by 20 against α = 4.67 ms (a test value)."""
-    latency_ms, dim = 0.0, 128
+
+def test_calibration_recovers_what_the_link_model_implies():
+    """The acceptance test: Eq. 4 fitted to real round trips — two processes, TensorPipe
+    RPC, the training loop's feature store, on the 10 GbE preset with its default 6 MiB
+    TCP window — recovers the α, β, γ (and κ) the link model implies on the same grid
+    (:func:`implied_fit`) within 10 %. With delays of 10 and 25 ms the window, not the
+    link, sets the pace, so γ > 0 comes from the model's physics, not from a constant.
+
+    α = 1 ms of per-request overhead (a test value) + both latencies; time dilation f = 20
+    divides the real software cost of a TensorPipe RPC on this host (< 1 ms wall, mostly
+    hidden under the emulated wait) and the host's scheduling lateness by 20."""
+    dim = 128
     row_bytes = 4 * dim
-    network = {"preset": "none", "latency_ms": latency_ms,
-               "bandwidth_gbps": 8 / BETA_S_PER_BYTE / 1e9,  # 1/β bytes/s
-               "rpc_overhead_us": ALPHA_S * 1e6, "congestion_gamma": GAMMA_S_PER_BYTE_MS}
+    network = {"preset": "10gbe", "rpc_overhead_us": 1000}
+    grid = {"rows_grid": [1, 2000, 8000], "delays_ms": [0.0, 10.0, 25.0], "repeats": 3,
+            "feature_dim": dim, "time_dilation": 20.0, "seed": 3}
     t0 = time.perf_counter()
-    out = calibrate_rpc(network, rows_grid=[1, 2000, 8000], delays_ms=[0.0, 10.0, 25.0],
-                        repeats=3, feature_dim=dim, time_dilation=20.0, seed=3)
+    out = calibrate_rpc(network, **grid)
     elapsed = time.perf_counter() - t0
-    fit = RpcFit.from_dict(out["fit"])
+    fit, implied = RpcFit.from_dict(out["fit"]), RpcFit.from_dict(out["implied"])
+    assert implied == implied_fit(network, **grid)
     points = out["points"]
     assert len(points) == 3 * 3 * 3
     assert {(p["rows"], p["delay_ms"]) for p in points} == {
@@ -101,15 +131,14 @@ def test_calibration_recovers_emulated_alpha_beta_gamma():
               if p["repeat"] == 0]
     assert len(visits) == 9 and visits != sorted(visits)
 
-    alpha = ALPHA_S + 2 * latency_ms / 1e3
-    beta = BETA_S_PER_BYTE * (1 + ID_BYTES / row_bytes)
-    got = {"alpha": (fit.alpha_s, alpha), "beta": (fit.beta_s_per_byte, beta),
-           "gamma": (fit.gamma_s_per_byte_ms, GAMMA_S_PER_BYTE_MS),
-           "kappa": (fit.delay_coef, 1.0)}
+    assert implied.gamma_s_per_byte_ms > 0.5e-10  # the window's bytes × delay term
+    got = {"alpha": (fit.alpha_s, implied.alpha_s),
+           "beta": (fit.beta_s_per_byte, implied.beta_s_per_byte),
+           "gamma": (fit.gamma_s_per_byte_ms, implied.gamma_s_per_byte_ms),
+           "kappa": (fit.delay_coef, implied.delay_coef)}
     errors = {k: abs(v - want) / want for k, (v, want) in got.items()}
-    assert max(errors.values()) < 0.05, (errors, fit, f"{elapsed:.1f}s")
-    assert fit.residual_rel_mean < 0.05
-    assert out["grid"]["time_dilation"] == 20.0 and out["network"] == network
+    assert max(errors.values()) < 0.10, (errors, fit, implied, f"{elapsed:.1f}s")
+    assert out["grid"] == grid and out["network"] == network
 
 
 def test_no_fitted_value_is_attributed_to_the_paper():

@@ -15,6 +15,7 @@ from commgnn.dist.netem import (
     ALLREDUCE,
     FETCH,
     NETWORK_PRESETS,
+    TCP_WINDOW_BYTES,
     LinkModel,
     NetworkEmulator,
     allreduce_hook,
@@ -52,14 +53,16 @@ def test_cost_exact_and_congestion_max_rule():
     cong = EpochSchedule({1: {2: 20.0, 3: 15.0}})
     emu = NetworkEmulator(4, NETWORK_PRESETS["10gbe"], cong)
     base = 50e-6 + 1_000_000 / 1.25e9
+    # under 20 ms the 6 MiB window, not the link, sets the bytes' pace: bytes · RTT / W
+    window = 1_000_000 * (100e-6 + 0.020) / TCP_WINDOW_BYTES
     assert emu.cost_s(0, 1, 1_000_000, epoch=0) == pytest.approx(base)
     assert emu.cost_s(0, 1, 1_000_000, epoch=1) == pytest.approx(base)  # clean nodes
-    assert emu.cost_s(0, 2, 1_000_000, epoch=1) == pytest.approx(base + 0.020)
-    assert emu.cost_s(2, 0, 1_000_000, epoch=1) == pytest.approx(base + 0.020)
-    assert emu.cost_s(2, 3, 1_000_000, epoch=1) == pytest.approx(base + 0.020)  # max
+    assert emu.cost_s(0, 2, 1_000_000, epoch=1) == pytest.approx(50e-6 + 0.020 + window)
+    assert emu.cost_s(2, 0, 1_000_000, epoch=1) == pytest.approx(50e-6 + 0.020 + window)
+    assert emu.cost_s(2, 3, 1_000_000, epoch=1) == pytest.approx(50e-6 + 0.020 + window)  # max
     # m messages pay latency + congestion each, bytes once
     assert emu.cost_s(0, 3, 1000, epoch=1, messages=3) == pytest.approx(
-        3 * (50e-6 + 0.015) + 1000 / 1.25e9)
+        3 * (50e-6 + 0.015) + 1000 * (100e-6 + 0.015) / TCP_WINDOW_BYTES)
     assert emu.cost_s(1, 1, 10**9, epoch=1) == 0.0  # local
     # epoch defaults to set_epoch
     emu.set_epoch(1)
@@ -146,7 +149,7 @@ def test_time_schedule_uses_emulator_clock():
 
 @pytest.mark.parametrize("cost_s", [0.0004, 0.003, 0.02])
 def test_charge_really_waits_at_least_the_cost(cost_s):
-    emu = NetworkEmulator(2, LinkModel(cost_s, math.inf))
+    emu = NetworkEmulator(2, LinkModel(cost_s, math.inf), tcp_window_bytes=None)
     t0 = time.perf_counter()
     charged = emu.charge(0, 1, 123)
     elapsed = time.perf_counter() - t0

@@ -1,5 +1,5 @@
 """Per-machine NICs: concurrent transfers share a machine's links, across threads and
-processes; time dilation and the RPC cost terms α and γ."""
+processes; time dilation, the RPC overhead α and the window under delay."""
 
 from __future__ import annotations
 
@@ -124,12 +124,12 @@ def test_time_dilation_slows_the_network_and_its_clock():
         emu.set_time_dilation(0.5)
 
 
-def test_rpc_overhead_and_congestion_gamma():
+def test_rpc_overhead_and_the_window_under_delay():
     emu = NetworkEmulator(2, LinkModel(0.001, BW), EpochSchedule({0: {1: 4.0}}),
-                          rpc_overhead_s=0.0005, congestion_gamma=1e-9)
-    # α + 2·latency + req/bw + resp/bw + δ + γ·resp·δ_ms
-    expected = 0.0005 + 0.002 + 800 / BW + MB / BW + 0.004 + 1e-9 * MB * 4.0
+                          rpc_overhead_s=0.0005, tcp_window_bytes=50_000)
+    # α + 2·latency + δ + (req + resp) / min(bw, W / RTT); RTT = 6 ms: 8.3 MB/s < 10 MB/s
+    expected = 0.0005 + 0.002 + 0.004 + (800 + MB) * 0.006 / 50_000
     assert emu.request_cost_s(0, 1, 800, MB, epoch=0) == pytest.approx(expected)
     assert emu.charge_request(0, 1, 800, MB, epoch=0) == pytest.approx(expected, rel=0.02)
-    clean = NetworkEmulator(2, LinkModel(0.001, math.inf))
+    clean = NetworkEmulator(2, LinkModel(0.001, math.inf), tcp_window_bytes=None)
     assert clean.request_cost_s(0, 1, 800, MB) == pytest.approx(0.002)

@@ -21,13 +21,22 @@ warm-up pull, then ``repeats`` timed pulls; the grid is visited in a seeded rand
 order so slow drift (thermal, background load) does not correlate with a parameter.
 Round trips are recorded in target seconds (wall ÷ time dilation ``f``).
 
-What the emulator charges (see ``NetworkEmulator.request_cost_s``)::
+What the emulator charges (see ``NetworkEmulator.request_cost_s``: a TCP flow limited by
+its window ``W``, :mod:`commgnn.dist.netem`)::
 
-    rtt = f · [α_emu + lat_up + lat_down + req/bw + resp/bw + δ + γ·resp·δ_ms]
+    rtt = f · [α_emu + lat_up + lat_down + δ + (req + resp) / min(bw, W / RTT)],
+    RTT = lat_up + lat_down + δ
 
-so a fit recovers ``α = α_emu + lat_up + lat_down``, ``β = (1/bw)·(1 + req/resp)`` —
-the request carries 8 id bytes per row, i.e. ``req/resp = 8 / row_bytes`` — ``γ`` and
-``κ = 1``.
+Eq. 4 is linear in the bytes and the delay; this is not (the link sets the pace below
+``RTT = W / bw``, the window above it, where the bytes cost ``b·(RTT₀ + δ)/W``: a
+``γ = 1e-3/W`` s/byte/ms). What the model implies for Eq. 4 is therefore the fit of Eq. 4
+to the model's own round trips on the same grid (:func:`implied_fit`, noise free, the
+same weighting): a calibration recovers α, β, γ and κ when its fit of the measured round
+trips matches that one. With no window limit (``tcp_window_bytes: null``) the model is
+Eq. 4 exactly, with ``α = α_emu + lat_up + lat_down``, ``β = (1/bw)·(1 + req/resp)`` — the
+request carries 8 id bytes per row, i.e. ``req/resp = 8 / row_bytes`` — ``γ = 0`` and
+``κ = 1``; with every delay past the crossover, ``β = (RTT₀/W)·(1 + req/resp)``, ``γ =
+(1e-3/W)·(1 + req/resp)`` and ``κ = 1``.
 
 Software overhead and time dilation: the real RPC (serialising, TensorPipe, the owner's
 ``index_select``) takes ~0.3–1 ms of wall time on a CPU host. ``FeatureStore.pull``
@@ -62,7 +71,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RpcFit", "calibrate_rpc", "fit_rpc", "measure_rpc"]
+__all__ = ["RpcFit", "calibrate_rpc", "fit_rpc", "implied_fit", "measure_rpc",
+           "model_points"]
 
 #: Owner and requester ranks of the calibration pair.
 REQUESTER, OWNER = 0, 1
@@ -259,13 +269,39 @@ def measure_rpc(network: str | Mapping[str, Any] | None, *, rows_grid: Sequence[
         return json.loads(Path(out).read_text())["points"]
 
 
+def model_points(network: str | Mapping[str, Any] | None, *, rows_grid: Sequence[int],
+                 delays_ms: Sequence[float], feature_dim: int,
+                 **_ignored: Any) -> list[dict]:
+    """The round trips (target s) the emulator's model charges on idle links for the
+    grid :func:`measure_rpc` visits: one point per (rows, delay), computed, not timed.
+    Other keyword arguments of :func:`measure_rpc` (repeats, dilation, seed) are
+    accepted and ignored: the model's target seconds do not depend on them."""
+    from commgnn.dist.feature_store import ID_BYTES
+    from commgnn.dist.netem import network_from_spec
+
+    delays = [float(d) for d in delays_ms]
+    emulator = network_from_spec(_network_spec(network, delays), 2)
+    row_bytes = 4 * int(feature_dim)  # float32 rows, as measure_rpc's
+    return [{"rows": int(n), "bytes": int(n) * row_bytes, "delay_ms": d,
+             "rtt_s": emulator.request_cost_s(REQUESTER, OWNER, int(n) * ID_BYTES,
+                                              int(n) * row_bytes, epoch=i)}
+            for n in rows_grid for i, d in enumerate(delays)]
+
+
+def implied_fit(network: str | Mapping[str, Any] | None, **grid: Any) -> RpcFit:
+    """Eq. 4 fitted to :func:`model_points`: the α, β, γ, κ the link model implies on
+    this grid (see the module doc), what a calibration should recover."""
+    return fit_rpc(model_points(network, **grid), reduce="none")
+
+
 def calibrate_rpc(network: str | Mapping[str, Any] | None, *, reduce: str = "min",
                   **grid: Any) -> dict:
-    """:func:`measure_rpc` then :func:`fit_rpc`: ``{"fit", "points", "network", "grid",
-    "reduce"}`` (``grid``: the keyword arguments given to :func:`measure_rpc`; ``reduce``:
-    how :func:`fit_rpc` combined the repeats)."""
+    """:func:`measure_rpc` then :func:`fit_rpc`: ``{"fit", "implied", "points",
+    "network", "grid", "reduce"}`` (``implied``: :func:`implied_fit` on the same grid;
+    ``grid``: the keyword arguments given to :func:`measure_rpc`; ``reduce``: how
+    :func:`fit_rpc` combined the repeats)."""
     points = measure_rpc(network, **grid)
     fit = fit_rpc(points, reduce=reduce)
     net = network if isinstance(network, str) or network is None else dict(network)
-    return {"fit": fit.to_dict(), "points": points, "network": net, "grid": dict(grid),
-            "reduce": reduce}
+    return {"fit": fit.to_dict(), "implied": implied_fit(network, **grid).to_dict(),
+            "points": points, "network": net, "grid": dict(grid), "reduce": reduce}

@@ -16,19 +16,43 @@ delays are waited for after the bytes and do not occupy the links.
 Cost of a one-way transfer of ``nbytes`` in ``m`` messages on idle links (``f`` = time
 dilation, ``δ`` = congestion delay)::
 
-    cost = f · [m · (latency + δ) + nbytes / bandwidth + γ · nbytes · δ_ms]   (0 on one machine)
+    cost = f · [m · (latency + δ) + nbytes / throughput]                  (0 on one machine)
+    throughput = min(bandwidth, W / RTT),   RTT = latency(src→dst) + latency(dst→src) + δ
+
+The throughput is that of a TCP flow limited by its window (Padhye, Firoiu, Towsley and
+Kurose, "Modeling TCP Throughput: A Simple Model and its Empirical Validation", SIGCOMM
+1998: ``B = min(W_max / RTT, …)``, the loss term vanishing because netem's delay drops
+nothing): a flow cannot have more than its window ``W`` in flight, so on a long path it
+sends ``W`` bytes per round trip however fast the link is. ``W`` is
+:data:`TCP_WINDOW_BYTES`, fixed before any run from a documented default: the largest
+receive buffer Linux's autotuning gives a TCP socket (``net.ipv4.tcp_rmem``'s maximum,
+6 MiB on hosts with enough memory; Documentation/networking/ip-sysctl.rst), the most a
+receiver can advertise; ``tcp_window_bytes`` in the network spec overrides it and
+``null`` lifts the limit. On a clean 10 GbE path (RTT 100 µs) the window allows 63 GB/s
+and the link's 1.25 GB/s rules; past ``RTT = W / bandwidth`` (5 ms at 10 GbE, 2 ms at 25
+GbE) the window rules, and a transfer's time grows with bytes × delay: the term
+GreenDyGNN's Eq. 4 fits as ``γ·N·F_b·δ``, which tends to ``γ = 1 / W`` s/byte/s
+(``1e-3 / W`` s/byte/ms) for delays well past that point (:meth:`NetworkEmulator.
+window_gamma_s_per_byte_ms`).
+
+With the NICs: a transfer's bytes occupy the sender's egress and the receiver's ingress
+at the link's bandwidth (``nbytes / bandwidth``, queued behind other transfers there), and
+the transfer ends when both the link and its window allow, ``max(link finish, asked +
+nbytes · RTT / W)``: a window-limited flow leaves the rest of the link to others (its
+bytes are reserved back to back rather than spread over its round trips, which only
+shifts when, not how much, the link is busy).
 
 An RPC round trip (requester asks, owner answers) — GreenDyGNN's Eq. 4,
 ``T = α + β·N·F_b + γ_c·N·F_b·δ``, with the links' latencies in α::
 
-    rtt = f · [α + latency(req→own) + request_bytes / bw(req→own) + δ
-               + latency(own→req) + response_bytes / bw(own→req) + γ · response_bytes · δ_ms]
+    rtt = f · [α + latency(req→own) + latency(own→req) + δ
+               + request_bytes / throughput(req→own) + response_bytes / throughput(own→req)]
 
-``α`` (``rpc_overhead_us``) and ``γ`` (``congestion_gamma``, s/byte/ms) default to 0,
-which is latency + bytes / bandwidth (the γ = 0 case). The congestion term is paid once
-per round trip because GreenDyGNN §VI-A injects *one-way* delay with ``tc netem`` on the
-congested node. (The paper's fitted α, β, γ are not legible in the copy under
-``../shared/papers``; presets carry the links' latency and bandwidth only.)
+``α`` (``rpc_overhead_us``) defaults to 0. The congestion delay is paid once per round
+trip because GreenDyGNN §VI-A injects *one-way* delay with ``tc netem`` on the congested
+node. (The paper's fitted α, β, γ are not legible in the copy under ``../shared/papers``;
+presets carry the links' latency and bandwidth only; :mod:`commgnn.control.
+rpc_calibration` fits Eq. 4 to this model.)
 
 A ring all-reduce of a ``B``-byte bucket over ``P`` workers (reduce-scatter then all-gather,
 ``P−1`` steps each, one chunk of ``B/P`` bytes per step to the ring neighbour ``rank+1``)
@@ -83,6 +107,7 @@ __all__ = [
     "OTHER",
     "SAMPLING",
     "SHUFFLE",
+    "TCP_WINDOW_BYTES",
     "LinkModel",
     "LinkStats",
     "NetworkEmulator",
@@ -107,6 +132,11 @@ OTHER = "other"
 #: spin. Linux ``time.sleep`` overshoots by ~50–100 µs; the tail makes sub-ms charges
 #: accurate while spending at most this much CPU per charge.
 DEFAULT_SPIN_S = 200e-6
+
+#: A TCP flow's window (bytes): Linux's default ``net.ipv4.tcp_rmem`` maximum, 6 MiB (the
+#: largest receive buffer autotuning gives a socket; ``4096 131072 6291456`` since Linux
+#: 4.20), fixed before any run. See the module doc.
+TCP_WINDOW_BYTES = 6 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -242,7 +272,7 @@ class NetworkEmulator:
         nic: NicClocks | None = None,
         time_dilation: float = 1.0,
         rpc_overhead_s: float = 0.0,
-        congestion_gamma: float = 0.0,
+        tcp_window_bytes: float | None = TCP_WINDOW_BYTES,
     ) -> None:
         self.num_workers = int(num_workers)
         if self.num_workers < 1:
@@ -273,9 +303,11 @@ class NetworkEmulator:
         self.time_dilation = 1.0
         self.set_time_dilation(time_dilation)
         self.rpc_overhead_s = float(rpc_overhead_s)
-        self.congestion_gamma = float(congestion_gamma)
-        if self.rpc_overhead_s < 0 or self.congestion_gamma < 0:
-            raise ValueError("rpc_overhead_s and congestion_gamma must be >= 0")
+        if self.rpc_overhead_s < 0:
+            raise ValueError("rpc_overhead_s must be >= 0")
+        self.tcp_window_bytes = math.inf if tcp_window_bytes is None else float(tcp_window_bytes)
+        if not self.tcp_window_bytes > 0:
+            raise ValueError(f"tcp_window_bytes must be > 0, got {tcp_window_bytes}")
         self._clock = clock
         self._t0 = clock()
         self._epoch = 0
@@ -350,7 +382,7 @@ class NetworkEmulator:
         traffic: str = FETCH,
     ) -> float:
         """Emulated wall seconds of a one-way transfer on idle links:
-        ``f · [m·(latency + congestion) + bytes/bw + γ·bytes·δ_ms]``.
+        ``f · [m·(latency + δ) + bytes / min(bw, W / RTT)]`` (see the module doc).
 
         Pure (no waiting, no counting). ``epoch`` defaults to :meth:`set_epoch`'s, ``t`` to
         :meth:`elapsed`. Zero between workers on the same machine. Concurrent transfers
@@ -360,33 +392,50 @@ class NetworkEmulator:
         if not self.crosses_machines(src, dst) or (nbytes <= 0 and messages <= 0):
             return 0.0
         cong = self._congestion_s(src, dst, epoch, t, traffic)
-        return self._serialisation_s(src, dst, nbytes) + \
-            self._one_way_delay_s(src, dst, nbytes, messages, cong)
+        return self._bytes_s(src, dst, nbytes, cong) + \
+            self._one_way_delay_s(src, dst, messages, cong)
+
+    @property
+    def window_gamma_s_per_byte_ms(self) -> float:
+        """The γ of GreenDyGNN's Eq. 4 (s per byte per ms of delay) the window implies for
+        delays well past ``W / bandwidth``: ``1e-3 / W`` (0 without a window limit)."""
+        return 0.0 if math.isinf(self.tcp_window_bytes) else 1e-3 / self.tcp_window_bytes
+
+    def round_trip_s(self, src: int, dst: int, congestion_s: float) -> float:
+        """A flow's round trip (undilated seconds): both links' latencies and the
+        congestion delay ``δ``, paid once."""
+        return (self._links[src][dst].latency_s + self._links[dst][src].latency_s
+                + congestion_s)
 
     def _serialisation_s(self, src: int, dst: int, nbytes: float) -> float:
         """Dilated seconds ``nbytes`` occupy the links from ``src`` to ``dst``."""
         return self.time_dilation * self._links[src][dst].serialisation_time(nbytes)
 
-    def _one_way_delay_s(self, src: int, dst: int, nbytes: float, messages: int,
-                         cong: float) -> float:
-        """Dilated seconds a one-way transfer waits besides its bytes (off the links):
-        ``m·(latency + δ) + γ·bytes·δ_ms``."""
-        return self.time_dilation * (messages * (self._links[src][dst].latency_s + cong)
-                                     + self._gamma_s(nbytes, cong))
+    def _window_s(self, src: int, dst: int, nbytes: float, congestion_s: float) -> float:
+        """Dilated seconds the window lets ``nbytes`` take at the least:
+        ``bytes · RTT / W`` (0 without a window limit)."""
+        if math.isinf(self.tcp_window_bytes) or nbytes <= 0:
+            return 0.0
+        return (self.time_dilation * float(nbytes) * self.round_trip_s(src, dst, congestion_s)
+                / self.tcp_window_bytes)
 
-    def _request_delays_s(self, requester: int, owner: int, response_bytes: float,
+    def _bytes_s(self, src: int, dst: int, nbytes: float, congestion_s: float) -> float:
+        """Dilated seconds of ``nbytes`` on idle links: ``bytes / min(bw, W / RTT)``."""
+        return max(self._serialisation_s(src, dst, nbytes),
+                   self._window_s(src, dst, nbytes, congestion_s))
+
+    def _one_way_delay_s(self, src: int, dst: int, messages: int, cong: float) -> float:
+        """Dilated seconds a one-way transfer waits besides its bytes: ``m·(latency + δ)``."""
+        return self.time_dilation * messages * (self._links[src][dst].latency_s + cong)
+
+    def _request_delays_s(self, requester: int, owner: int,
                           cong: float) -> tuple[float, float]:
-        """Dilated off-link waits of a round trip: the request's latency, α and δ (paid
-        once), the response's latency and γ·bytes·δ_ms."""
+        """Dilated waits of a round trip besides its bytes: the request's latency, α and δ
+        (paid once), the response's latency."""
         f = self.time_dilation
         up = f * (self._links[requester][owner].latency_s + self.rpc_overhead_s + cong)
-        down = f * (self._links[owner][requester].latency_s
-                    + self._gamma_s(response_bytes, cong))
+        down = f * self._links[owner][requester].latency_s
         return up, down
-
-    def _gamma_s(self, nbytes: float, congestion_s: float) -> float:
-        """GreenDyGNN Eq. 4's congestion term γ·N·F_b·δ (δ in ms), undilated."""
-        return self.congestion_gamma * float(nbytes) * congestion_s * 1e3
 
     def request_cost_s(
         self,
@@ -400,14 +449,14 @@ class NetworkEmulator:
         traffic: str = FETCH,
     ) -> float:
         """Emulated wall seconds of a round trip on idle links (see module doc):
-        ``f · [α + lat·2 + req/bw + resp/bw + δ + γ·resp·δ_ms]``."""
+        ``f · [α + lat·2 + δ + req / min(bw, W/RTT) + resp / min(bw, W/RTT)]``."""
         self._check(requester, owner)
         if not self.crosses_machines(requester, owner):
             return 0.0
         cong = self._congestion_s(requester, owner, epoch, t, traffic)
-        return (self._serialisation_s(requester, owner, request_bytes)
-                + self._serialisation_s(owner, requester, response_bytes)
-                + sum(self._request_delays_s(requester, owner, response_bytes, cong)))
+        return (self._bytes_s(requester, owner, request_bytes, cong)
+                + self._bytes_s(owner, requester, response_bytes, cong)
+                + sum(self._request_delays_s(requester, owner, cong)))
 
     def ring_allreduce_cost_s(self, rank: int, world_size: int, nbytes: int,
                               epoch: int | None = None, t: float | None = None) -> float:
@@ -419,15 +468,18 @@ class NetworkEmulator:
                            traffic=ALLREDUCE)
 
     # -- charging (really waits) ---------------------------------------------------------
-    def _leg(self, src: int, dst: int, nbytes: float, delay_s: float) -> float:
+    def _leg(self, src: int, dst: int, nbytes: float, delay_s: float,
+             congestion_s: float) -> float:
         """Carry ``nbytes`` through ``src``'s egress and ``dst``'s ingress (shared with every
-        other transfer of those machines), then wait ``delay_s`` (latencies, congestion);
-        returns the modelled seconds from asking for the links to the end."""
+        other transfer of those machines) and through the flow's window — the bytes are
+        through when both allow, ``max(link finish, asked + bytes·RTT/W)`` — then wait
+        ``delay_s`` (latencies, congestion); returns the modelled seconds from asking for
+        the links to the end."""
         lk = self._links[src][dst]
         bytes_per_s = lk.bandwidth_bytes_per_s / self.time_dilation
         start, finish = transfer(self.nic, self.node_of[src], self.node_of[dst], nbytes,
                                  bytes_per_s, lambda deadline: _wait_until(deadline, self.spin_s))
-        end = finish + delay_s
+        end = max(finish, start + self._window_s(src, dst, nbytes, congestion_s)) + delay_s
         _wait_until(end, self.spin_s)
         return end - start
 
@@ -449,8 +501,8 @@ class NetworkEmulator:
             return 0.0
         start = time.monotonic()
         cong = self._congestion_s(src, dst, epoch, None, traffic)
-        charged = self._leg(src, dst, nbytes,
-                            self._one_way_delay_s(src, dst, nbytes, messages, cong))
+        charged = self._leg(src, dst, nbytes, self._one_way_delay_s(src, dst, messages, cong),
+                            cong)
         self._count(src, dst, traffic, int(nbytes), messages, charged, time.monotonic() - start)
         return charged
 
@@ -466,17 +518,17 @@ class NetworkEmulator:
     ) -> float:
         """A round trip through the NICs: the request (``requester → owner``, with the
         per-request overhead α and the congestion delay once), then the response (``owner
-        → requester``, with γ·bytes·δ); counts both legs (one message each) and returns the
+        → requester``), each through its window; counts both legs (one message each) and returns the
         modelled seconds (:meth:`request_cost_s` when the links are idle)."""
         self._check(requester, owner)
         if not self.crosses_machines(requester, owner):
             return 0.0
         start = time.monotonic()
         cong = self._congestion_s(requester, owner, epoch, None, traffic)
-        up_delay, down_delay = self._request_delays_s(requester, owner, response_bytes, cong)
-        up = self._leg(requester, owner, request_bytes, up_delay)
+        up_delay, down_delay = self._request_delays_s(requester, owner, cong)
+        up = self._leg(requester, owner, request_bytes, up_delay, cong)
         mid = time.monotonic()
-        down = self._leg(owner, requester, response_bytes, down_delay)
+        down = self._leg(owner, requester, response_bytes, down_delay, cong)
         end = time.monotonic()
         self._count(requester, owner, traffic, int(request_bytes), 1, up, mid - start)
         self._count(owner, requester, traffic, int(response_bytes), 1, down, end - mid)
@@ -551,6 +603,9 @@ class NetworkEmulator:
             "congested_traffic": None if self.congested_traffic is None
             else sorted(self.congested_traffic),
             "node_of": list(self.node_of),
+            "rpc_overhead_us": self.rpc_overhead_s * 1e6,
+            "tcp_window_bytes": None if math.isinf(self.tcp_window_bytes)
+            else self.tcp_window_bytes,
         }
 
 
@@ -590,7 +645,8 @@ def network_from_spec(
         workers_per_node: int                      workers sharing one machine (default 1)
         spin_us: float                             busy-wait tail per charge (default 200)
         rpc_overhead_us: float                     α: fixed cost per request (default 0)
-        congestion_gamma: float                    γ in s/byte/ms (default 0)
+        tcp_window_bytes: float | null             a flow's TCP window (default
+                                                   TCP_WINDOW_BYTES; null: no limit)
         time_dilation: float >= 1 | "auto"         f (default 1; "auto": 1 here, the
                                                    training loop measures and sets it)
         reference_step_ms: float                   accelerator step time for "auto"
@@ -607,7 +663,7 @@ def network_from_spec(
         spec = {"preset": spec}
     unknown = set(spec) - {"preset", "latency_ms", "latency_us", "bandwidth_gbps", "links",
                            "congestion", "workers_per_node", "spin_us", "name",
-                           "rpc_overhead_us", "congestion_gamma", "time_dilation",
+                           "rpc_overhead_us", "tcp_window_bytes", "time_dilation",
                            "reference_step_ms"}
     if unknown:
         raise ValueError(f"unknown network spec keys {sorted(unknown)}")
@@ -639,7 +695,7 @@ def network_from_spec(
         nic=nic,
         time_dilation=factor if mode == "fixed" else 1.0,
         rpc_overhead_s=float(spec.get("rpc_overhead_us", 0.0)) / 1e6,
-        congestion_gamma=float(spec.get("congestion_gamma", 0.0)),
+        tcp_window_bytes=spec.get("tcp_window_bytes", TCP_WINDOW_BYTES),
     )
 
 

@@ -299,7 +299,7 @@ class GreenDyGNNSystem(System):
         self.estimator = CongestionEstimator(
             self.remote_owners, warmup_epochs=int(self.options["warmup_epochs"]),
             recent=int(self.options["recent_rtts"]),
-            gamma_s_per_byte_ms=ctx.emulator.congestion_gamma)
+            gamma_s_per_byte_ms=ctx.emulator.window_gamma_s_per_byte_ms)
         self.buffers = WindowBuffers()
         self._restore: dict | None = None
         self._pending_decision: tuple[int, int, WindowDecision] | None = None

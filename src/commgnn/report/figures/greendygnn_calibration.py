@@ -1,5 +1,7 @@
 """GreenDyGNN Algorithm 1: the calibration's fits against its measurements — the RPC round
-trip against payload per injected delay (points: measured, lines: the Eq. 4 fit), the
+trip against payload per injected delay (points: measured, lines: the Eq. 4 fit; the title
+also gives the α, β, γ the emulator's link model implies on the same grid, which the fit
+should recover — calibrations made before the window model record none), the
 uniform-template hit rate against the window (points: exact counts on the presample,
 line: the Eq. 2 logistic) and the clean calibration runs' step and rebuild times per
 window. Times are target seconds (raw ÷ time dilation).
@@ -49,6 +51,11 @@ def rows(workload: str, cal: dict) -> list[dict]:
     return out
 
 
+def _parameters(what: str, fit: dict) -> str:
+    return (f"{what}: α {fit['alpha_s'] * 1e3:.2f} ms, β {fit['beta_s_per_byte']:.2e} s/B, "
+            f"γ {fit['gamma_s_per_byte_ms']:.1e} s/B/ms")
+
+
 def make(inputs: list[Path], out: Path) -> pd.DataFrame:
     records = control_records(inputs, "calibration", "calibration.json")
     n = max(1, len(records))
@@ -70,10 +77,11 @@ def make(inputs: list[Path], out: Path) -> pd.DataFrame:
             row[0].plot(group["x"] / 1e6, group["measured"] * 1e3, "s",
                         color=line.get_color(), label=f"δ = {delay:g} ms")
         fit = cal["rpc"]["fit"]
+        title = (f"{workload}: RPC, Eq. 4 fit (lines)\n{_parameters('fit', fit)}")
+        if cal["rpc"].get("implied"):
+            title += "\n" + _parameters("link model implies", cal["rpc"]["implied"])
         row[0].set(xlabel="response payload, MB", ylabel="round trip, ms (target)",
-                   title=f"{workload}: RPC, Eq. 4 fit (lines)\nα {fit['alpha_s'] * 1e3:.2f}"
-                         f" ms, β {fit['beta_s_per_byte']:.2e} s/B, γ "
-                         f"{fit['gamma_s_per_byte_ms']:.1e} s/B/ms")
+                   title=title)
         row[0].legend(fontsize=7)
         hit = frame[frame["kind"] == "hit"]
         row[1].plot(hit["x"], hit["fitted"], "-", label="logistic (Eq. 2)")
