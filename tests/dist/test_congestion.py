@@ -129,7 +129,7 @@ def test_spec_greendygnn_fills_defaults_and_table_equivalent():
 
 def test_default_congested_traffic():
     assert default_congested_traffic(None) is None
-    assert default_congested_traffic({"kind": "greendygnn"}) == ["fetch"]
+    assert default_congested_traffic({"kind": "greendygnn"}) == ["fetch", "sampling"]
     assert default_congested_traffic({"kind": "epochs", "table": {}}) is None
     assert default_congested_traffic({"kind": "greendygnn", "applies_to": "all"}) is None
     assert default_congested_traffic({"kind": "time", "applies_to": "allreduce"}) == ["allreduce"]
@@ -303,8 +303,9 @@ def test_scenario_rejects_bad_specs():
         5) == [{}] * 5
 
 
-def test_scenario_default_traffic_is_fetch():
-    assert default_congested_traffic({"kind": "scenario", "name": "single-link"}) == ["fetch"]
+def test_scenario_default_traffic_is_the_papers_reach():
+    assert default_congested_traffic({"kind": "scenario", "name": "single-link"}) == \
+        ["fetch", "sampling"]
     assert default_congested_traffic({"kind": "scenario", "name": "oscillating",
                                       "applies_to": "all"}) is None
     assert default_congested_traffic({"kind": "scenario", "name": "oscillating",
@@ -314,13 +315,16 @@ def test_scenario_default_traffic_is_fetch():
 
 @pytest.mark.parametrize("dilation", [None, 4.0])
 def test_network_from_spec_single_link_adds_exactly_the_delay(dilation):
-    spec = {"preset": "10gbe", "congestion": {"kind": "scenario", "name": "single-link"}}
+    # no TCP window: a congested RTT would also slow the response's bytes (bytes · RTT / W,
+    # tests/dist/test_tcp_window.py); here the delay alone
+    spec = {"preset": "10gbe", "congestion": {"kind": "scenario", "name": "single-link"},
+            "tcp_window_bytes": None}
     if dilation is not None:
         spec["time_dilation"] = dilation
     f = 1.0 if dilation is None else dilation
     emu = network_from_spec(spec, P, num_epochs=EPOCHS)
     assert emu.congestion == _scenario("single-link")
-    assert emu.congested_traffic == frozenset({"fetch"})
+    assert emu.congested_traffic == frozenset({"fetch", "sampling"})
     clean = emu.request_cost_s(0, 1, 256, 1 << 20, epoch=1)
     congested = emu.request_cost_s(0, 1, 256, 1 << 20, epoch=3)
     assert congested - clean == pytest.approx(f * 0.020, rel=1e-9, abs=1e-12)

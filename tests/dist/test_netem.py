@@ -121,18 +121,19 @@ def test_workers_per_node_and_spec_overrides():
         network_from_spec({"latncy_ms": 1}, 2)
 
 
-def test_spec_greendygnn_congestion_defaults_to_fetch_traffic():
+def test_spec_greendygnn_congestion_defaults_to_the_papers_reach():
     emu = network_from_spec({"preset": "10gbe", "congestion": {"kind": "greendygnn",
                                                                  "seed": 3}}, 4, num_epochs=30)
     assert emu.congestion == greendygnn_schedule(4, 30, 3)
-    assert emu.congested_traffic == frozenset({"fetch"})
+    assert emu.congested_traffic == frozenset({"fetch", "sampling"})
     emu.set_epoch(3)
     (node,) = list(emu.congestion.node_delays_s(3))[:1]
     other = (node + 1) % 4
     assert emu.cost_s(node, other, 0) > 0.015
     assert emu.cost_s(node, other, 0, traffic=ALLREDUCE) < 1e-3
     d = emu.describe()
-    assert d["congestion"]["kind"] == "greendygnn" and d["congested_traffic"] == ["fetch"]
+    assert d["congestion"]["kind"] == "greendygnn" and \
+        d["congested_traffic"] == ["fetch", "sampling"]
 
 
 def test_time_schedule_uses_emulator_clock():

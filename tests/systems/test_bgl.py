@@ -82,7 +82,7 @@ def test_fifo_cache_by_hand():
 
 def test_options_are_declared():
     assert BGLSystem.resolve_options({}) == {"schedule": "owned", "sampling": "distributed",
-                                             "prefetch_depth": 4, "cache_rows": 100000}
+                                             "prefetch_depth": 4, "cache_rows": 0}
     from commgnn.config import ConfigError
 
     with pytest.raises(ConfigError, match="prefetch_depth"):

@@ -162,7 +162,9 @@ def _partition(chunk_of: np.ndarray, pair: tuple[int, int]) -> np.ndarray:
 
 def test_isolated_run_counts_switches_and_batches(chunk_inputs, tmp_path, run_on_tiny,
                                                   make_spec, read_steps):
-    spec = make_spec("grappa", epochs=3, system_options={"super_epoch_epochs": 1},
+    # strict isolation (no halo): the partition is base ∪ swept chunk alone
+    spec = make_spec("grappa", epochs=3, system_options={"super_epoch_epochs": 1,
+                                                         "halo_hops": 0},
                      network="10gbe")
     out = run_on_tiny(tmp_path, chunk_inputs, spec)
     ds = load_dataset(chunk_inputs[0])
@@ -249,7 +251,9 @@ def test_fullgraph_ablations_and_early_switch(chunk_inputs, tmp_path, run_on_tin
     assert all(e["steps_max"] == 1 for e in full)
     assert full[-1]["train_loss"] < full[0]["train_loss"]
 
-    options = {"remote_edge_fraction": 0.5, "switching": "fixed", "estimator": "none"}
+    # 50S keeps half the cross-partition edges of a strictly isolated partition
+    options = {"remote_edge_fraction": 0.5, "switching": "fixed", "estimator": "none",
+               "halo_hops": 0}
     out = run_on_tiny(tmp_path, chunk_inputs, make_spec("grappa", epochs=2,
                                                         system_options=options), name="50s")
     epochs = _epochs(out)
@@ -262,7 +266,8 @@ def test_fullgraph_ablations_and_early_switch(chunk_inputs, tmp_path, run_on_tin
 
     early = _epochs(run_on_tiny(tmp_path, chunk_inputs, make_spec(
         "grappa", epochs=3, system_options={"super_epoch_epochs": 10, "deficit_threshold": 0.0,
-                                            "deficit_patience": 1}), name="early"))
+                                            "deficit_patience": 1, "halo_hops": 0}),
+        name="early"))  # strict isolation: a coverage deficit (a halo closes it)
     assert [e["super_epoch"] for e in early] == [0, 1, 2]
 
 

@@ -25,10 +25,13 @@ GreenDyGNN's pattern (§VI-A, verbatim): "The pattern cycles through clean and c
 phases: epochs 0–2 run clean as a warmup, epochs 3–9 introduce 15–25 ms of additional one-way
 delay on one or two nodes at a time, the pattern repeats every 7 epochs, and the final epoch
 is forced clean." :func:`greendygnn_schedule` reproduces it deterministically from a seed.
-In the paper the delay hits only the DGL RPC port (feature fetches), "leaving gradient
-synchronization traffic on port 29500 unaffected"; which traffic a schedule applies to is the
-emulator's ``congested_traffic`` setting, and :func:`congestion_from_spec` returns the paper's
-default (``["fetch"]``) for the ``greendygnn`` kind.
+In the paper (§V, §VI-A) the ``tc`` filter delays only the DGL RPC port, "leaving gradient
+synchronization traffic on port 29500 unaffected"; that port carries DistDGL's sampling
+requests as well as its feature pulls. Which traffic a schedule applies to is the
+emulator's ``congested_traffic`` setting (the spec's ``applies_to``), and
+:func:`default_congested_traffic` gives the paper's reach, ``["fetch", "sampling"]``, for the
+``greendygnn`` and ``scenario`` kinds; :func:`reach_label` names a spec's reach in a word
+(``all``, or the classes joined by ``+``: ``fetch+sampling``).
 
 Named scenarios (``{kind: scenario, name: NAME}``, :data:`SCENARIOS`)
 --------------------------------------------------------------------
@@ -40,8 +43,10 @@ fast is one preset, ``single-link``, at two ``delay_ms`` severities; onset and d
 restricted to non-coordinator nodes). Every scenario congests only
 non-coordinator machines (nodes ``1..P-1``; node 0 hosts rank 0, the coordinator), starts
 after a clean warm-up (``onset_epoch``, default 3), keeps the final epoch clean, applies to
-``fetch`` traffic by default, and goes through the emulator like any other schedule (so it
-is dilated by ``time_dilation`` like every other delay).
+the paper's reach by default (``fetch`` and ``sampling`` traffic: the DGL RPC port; set
+``applies_to: all`` to congest the whole link, gradients, migrations, shuffles and
+activations too), and goes through the emulator like any other schedule (so it is dilated
+by ``time_dilation`` like every other delay).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ __all__ = [
     "GREENDYGNN_MAX_NODES",
     "GREENDYGNN_PERIOD",
     "GREENDYGNN_WARMUP_EPOCHS",
+    "PAPER_REACH",
     "SCENARIOS",
     "CongestionSchedule",
     "EpochSchedule",
@@ -68,6 +74,7 @@ __all__ = [
     "congestion_from_spec",
     "default_congested_traffic",
     "greendygnn_schedule",
+    "reach_label",
     "scenario_names",
     "scenario_schedule",
 ]
@@ -572,11 +579,17 @@ class ScenarioSchedule(EpochSchedule):
         return EpochSchedule.to_dict(self)
 
 
+#: GreenDyGNN's reach (§V, §VI-A): the ``tc`` filter on the DGL RPC port delays DistDGL's
+#: feature pulls and its sampling requests, not gradient synchronisation (port 29500).
+PAPER_REACH = ("fetch", "sampling")
+
+
 def default_congested_traffic(spec: Mapping[str, Any] | None) -> list[str] | None:
-    """Traffic classes a congestion spec applies to: ``spec['applies_to']`` if given, else
-    ``["fetch"]`` for the ``greendygnn`` and ``scenario`` kinds (the paper delays only the
-    DGL RPC port, leaving gradient synchronisation unaffected) and ``None`` (all traffic)
-    for every other kind."""
+    """Traffic classes a congestion spec applies to: ``spec['applies_to']`` if given
+    (``all`` or ``None``: every class), else :data:`PAPER_REACH` (``["fetch",
+    "sampling"]``) for the ``greendygnn`` and ``scenario`` kinds (the paper delays only the
+    DGL RPC port, which carries feature fetches and sampling requests, leaving gradient
+    synchronisation unaffected) and ``None`` (all traffic) for every other kind."""
     if not spec:
         return None
     if "applies_to" in spec:
@@ -584,7 +597,17 @@ def default_congested_traffic(spec: Mapping[str, Any] | None) -> list[str] | Non
         if a is None or a == "all" or a == ["all"]:
             return None
         return [a] if isinstance(a, str) else [str(x) for x in a]
-    return ["fetch"] if spec.get("kind") in ("greendygnn", "scenario") else None
+    return list(PAPER_REACH) if spec.get("kind") in ("greendygnn", "scenario") else None
+
+
+def reach_label(spec: Mapping[str, Any] | None) -> str:
+    """The reach of a congestion spec in a word: ``all`` (every traffic class), or its
+    classes sorted and joined by ``+`` (``fetch+sampling``, the paper's default for the
+    ``greendygnn`` and ``scenario`` kinds; see :func:`default_congested_traffic`). It does
+    not say whether the schedule delays anything: a run summary's ``congestion_reach`` is
+    ``none`` for a run without congestion."""
+    traffic = default_congested_traffic(spec)
+    return "all" if traffic is None else "+".join(sorted(set(traffic)))
 
 
 def congestion_from_spec(

@@ -38,9 +38,12 @@ Bands (see each claim): a single paper value X is reproduced within ``×1.33`` (
 an estimated dilation — moves compute-to-communication proportions by about that much on
 its own); a paper range is used as printed.
 
-Every row says which clock its runs were on (``clock``: the clocks of the runs behind it)
+Every row says which clock its runs were on (``clock``: the clocks of the runs behind it),
+which traffic their congestion delayed (``reach``: the runs' ``congestion_reach``, e.g.
+``none, fetch+sampling``; ``unknown`` for congested runs recorded before the reach was)
 and, for a claim on energy, where the energy came from (``energy``: the target-machine
-model, or the runs' meters).
+model, or the runs' meters). A system whose figure label names a setting beside its method
+(``BGL (no cache)``, ``BGL (FIFO 20,000 rows)``) is named with it in the row's workload.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.report.labels import reach_column
 from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
 
 VERDICTS = ("reproduced", "direction", "not reproduced", "by construction", "not comparable",
@@ -62,7 +66,7 @@ MIN_EFFECT = 0.02
 #: The ledger's columns, in order.
 COLUMNS = ("id", "paper", "claim", "paper_value", "paper_x", "workload", "our_value",
            "our_spread", "geomean", "n", "band_low", "band_high", "verdict", "reason",
-           "clock", "energy", "provenance", "rule", "output")
+           "clock", "reach", "energy", "provenance", "rule", "output")
 #: Where a claim's energy comes from (``Claim.energy``).
 TARGET_ENERGY, METERED_ENERGY = "target", "meter"
 
@@ -245,7 +249,20 @@ def workload(rows: pd.DataFrame) -> str:
                 parts.append(name + "/".join(values))
     if "seeds" in rows:
         parts.append(f"seeds {int(pd.to_numeric(rows['seeds'], errors='coerce').min())}")
+    named = settings(rows)
+    if named:
+        parts.append(", ".join(named))
     return " · ".join(parts)
+
+
+def settings(rows: pd.DataFrame) -> list[str]:
+    """The labels among ``rows`` that name a setting beside their method (``label`` is
+    ``<method> (<setting>)``: ``BGL (no cache)``, ``BGL (FIFO 20,000 rows)``)."""
+    if "label" not in rows or "method" not in rows:
+        return []
+    return sorted({label for method, label in zip(rows["method"], rows["label"], strict=True)
+                   if isinstance(method, str) and isinstance(label, str)
+                   and label.startswith(f"{method} (")})
 
 
 def _text(value) -> str:
@@ -281,6 +298,13 @@ def clocks_of(runs: pd.DataFrame) -> list[str]:
     return sorted({DILATED if f > 1 else RAW_CPU for f in dilation})
 
 
+def reaches_of(runs: pd.DataFrame | None) -> list[str]:
+    """Which traffic the runs' congestion delayed (``congestion_reach``: ``none`` for clean
+    runs, ``all``, ``fetch+sampling``…; ``unknown`` for a congested run of a runs table
+    from before the column)."""
+    return [] if runs is None else sorted({str(r) for r in reach_column(runs)})
+
+
 def _energy_source(claim: Claim, runs: pd.DataFrame | None) -> str:
     """Where the claim's energy came from, in words ("" for a claim not on energy)."""
     if claim.energy == TARGET_ENERGY:
@@ -309,7 +333,7 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     with why (:class:`commgnn.errors.NotApplicable`)."""
     row = {"id": claim.id, "paper": claim.paper, "claim": claim.claim,
            "paper_value": claim.paper_value, "paper_x": math.nan, "workload": "",
-           "clock": "", "energy": "", "provenance": "", "geomean": math.nan,
+           "clock": "", "reach": "", "energy": "", "provenance": "", "geomean": math.nan,
            "our_value": math.nan, "our_spread": math.nan, "n": 0, "band_low": math.nan,
            "band_high": math.nan, "rule": "compare" if claim.figure == "compare"
            else "system_figure", "output": outputs.get(claim.figure,
@@ -333,8 +357,8 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     behind = _runs_behind(runs, claim.systems, measured.rows)
     clocks = clocks_of(behind) if behind is not None else []
     testbeds = _provenance(behind)
-    row.update(clock=", ".join(clocks), energy=_energy_source(claim, behind),
-               provenance=" | ".join(testbeds))
+    row.update(clock=", ".join(clocks), reach=", ".join(reaches_of(behind)),
+               energy=_energy_source(claim, behind), provenance=" | ".join(testbeds))
     if len(testbeds) > 1:
         return {**row, "verdict": "not comparable",
                 "reason": f"runs of {len(testbeds)} testbeds pooled: judge each apart{note}"}

@@ -1,9 +1,11 @@
 """What a figure's runs were run on, in a sentence each: the datasets and their scale,
-workers, devices, networks with their time dilation, seeds and epochs (the last paragraph of a
+workers, devices, networks with their time dilation (and, for a congested one, its schedule
+and which traffic it delays: its reach), seeds and epochs (the last paragraph of a
 figure's caption in the Snakemake report)."""
 
 from __future__ import annotations
 
+from commgnn.report.labels import reach_words
 from commgnn.train.spec import RunSpec
 
 #: Nodes of the real datasets the synthetic presets stand for.
@@ -40,11 +42,25 @@ def _dilation(spec: RunSpec) -> str:
     preset = net.get("preset", spec.network)
     f = net.get("time_dilation", 1)
     if f == "auto":
-        return (f"{spec.network} ({preset}, time dilation measured per run against a "
-                f"{net.get('reference_step_ms')} ms reference step; times are raw ÷ f)")
-    if float(f) == 1:
-        return f"{spec.network} ({preset}, no time dilation: raw times)"
-    return f"{spec.network} ({preset}, time dilation f = {f:g}: times are raw ÷ {f:g})"
+        text = (f"{preset}, time dilation measured per run against a "
+                f"{net.get('reference_step_ms')} ms reference step; times are raw ÷ f")
+    elif float(f) == 1:
+        text = f"{preset}, no time dilation: raw times"
+    else:
+        text = f"{preset}, time dilation f = {f:g}: times are raw ÷ {f:g}"
+    return f"{spec.network} ({text}{_congestion(spec)})"
+
+
+def _congestion(spec: RunSpec) -> str:
+    """A congested network's schedule and reach (which traffic it delays), e.g. ``;
+    congestion scenario:single-link on fetch+sampling traffic``; "" for a clean one."""
+    from commgnn.train.summary import congestion_label, congestion_reach
+
+    label = congestion_label(spec.network_spec, spec.workers, spec.get("epochs"))
+    if label == "none":
+        return ""
+    reach = congestion_reach(spec.network_spec, spec.workers, spec.get("epochs"))
+    return f"; congestion {label}{reach_words(reach)}"
 
 
 def _numbers(values) -> str:
@@ -63,8 +79,8 @@ def _devices(specs: list[RunSpec]) -> str:
 
 
 def describe_runs(specs: list[RunSpec], datasets: dict) -> str:
-    """One paragraph: datasets (scale), workers, devices, networks (dilation), seeds,
-    epochs."""
+    """One paragraph: datasets (scale), workers, devices, networks (dilation; a congested
+    one's schedule and reach), seeds, epochs."""
     if not specs:
         return "No runs."
     names = sorted({s.dataset for s in specs})

@@ -41,8 +41,9 @@ def partition_table(partition_dirs: list[Path]) -> pd.DataFrame:
 
 def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
     """One row per run directory, from its ``summary.json``: its ``run_id``, the common
-    keys, the metrics its system declares (``system_metrics``), and every resolved system
-    option as ``option_<name>``."""
+    keys (``congestion_reach``: which traffic the congestion delayed; ``unknown`` for a
+    congested run whose summary predates it), the metrics its system declares
+    (``system_metrics``), and every resolved system option as ``option_<name>``."""
     rows = []
     for directory in map(Path, run_dirs):
         summary = json.loads((directory / "summary.json").read_text())
@@ -50,6 +51,10 @@ def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
                **{k: summary.get(k) for k in COMMON_KEYS}}
         if row["layers"] is None and "training" in summary:  # summaries before `layers`
             row["layers"] = len(summary["training"]["fanouts"])
+        if row["congestion_reach"] is None:  # summaries before `congestion_reach`: the
+            # reach of a congested run is unknown (the default reach has changed since)
+            row["congestion_reach"] = "none" if row["congestion"] in (None, "none") \
+                else "unknown"
         row.update({k: summary[k] for k in summary.get("system_metrics", [])})
         options = summary.get("system_options", {})
         row.update({f"option_{k}": v for k, v in sorted(options.items()) if k != "system"})

@@ -2,11 +2,20 @@
 
 Each worker trains in isolation on a *partition* = its base chunk ∪ the chunk it sweeps in
 the current super-epoch (:func:`commgnn.partition.chunk.chunk_pairs`; partitioning method
-``chunk``). Inside an iteration no feature, neighbour list or activation crosses a
-machine: a worker samples only inside its partition's local graph (the induced subgraph;
-``halo_hops: h`` adds the h-hop halo of the partition, §3.2's k-hop closure) and reads
-feature rows from the table it loaded at the switch; the only traffic is the gradient
-all-reduce. Seeds are the training nodes of the base chunk (``Placement``: the base).
+``chunk``) and its halo. Inside an iteration no feature, neighbour list or activation
+crosses a machine: a worker samples only inside its partition's local graph (the subgraph
+induced by the partition's nodes) and reads feature rows from the table it loaded at the
+switch; the only traffic is the gradient all-reduce. Seeds are the training nodes of the
+base chunk (``Placement``: the base).
+
+Halo (§3.2, "the key enabler"): a partition holds every node within ``k`` hops of its
+chunks' nodes, ``k`` = the model's layers (``halo_hops: depth``, the default: the run's
+number of fan-outs), so a ``k``-layer mini-batch is the same computation tree as on the
+whole graph and needs no cross-partition read; halo nodes are read-only and never seeds.
+``halo_hops: h`` (an integer) sets the depth by hand; ``halo_hops: 0`` is strict isolation
+(base ∪ swept chunk alone: each seed sees only its in-partition neighbours, the measured
+alternative whose coverage bias the factors below correct). The resolved depth is the
+``halo_hops`` metric of every epoch record and summary.
 
 Super-epochs (§3.3, §3.5): a super-epoch lasts ``L`` epochs (``super_epoch_epochs``;
 default ``ceil(E / T)`` with ``T`` the schedule's period, ``C - 1`` for the default
@@ -136,6 +145,27 @@ def coverage_factor(estimator: str, d_local: np.ndarray, d_global: np.ndarray,
     raise ValueError(f"unknown estimator {estimator!r}; known: {ESTIMATORS}")
 
 
+def resolve_halo_hops(option: int | str, layers: int) -> int:
+    """The halo depth of a run: ``layers`` (the model's depth, the number of fan-outs) for
+    ``"depth"`` (§3.2's k-hop closure), else the integer given (0: strict isolation)."""
+    if option == "depth":
+        return int(layers)
+    if isinstance(option, bool) or not isinstance(option, int) or option < 0:
+        raise ValueError(f"halo_hops must be 'depth' or an integer >= 0, got {option!r}")
+    return option
+
+
+def partition_nodes(chunk_of: np.ndarray, chunks: tuple[int, ...], indptr: np.ndarray,
+                    indices: np.ndarray, hops: int) -> np.ndarray:
+    """Sorted global ids of a partition: the nodes of ``chunks`` (base and swept) and their
+    ``hops``-hop halo (every node within ``hops`` hops of them; none for 0)."""
+    member = np.isin(np.asarray(chunk_of), np.asarray(chunks))
+    nodes = np.flatnonzero(member)
+    if hops:
+        nodes = np.union1d(nodes, halo_nodes(indptr, indices, member, hops))
+    return nodes.astype(np.int64)
+
+
 def phase_groups(world_size: int, active: int) -> list[list[int]]:
     """The workers of each phase: consecutive groups of at most ``active`` ranks."""
     return [list(range(s, min(s + active, world_size))) for s in range(0, world_size, active)]
@@ -174,9 +204,11 @@ class GrappaSystem(System):
         "super_epoch_epochs": {"type": "integer", "minimum": 0, "default": 0,
                                "description": "epochs per super-epoch; 0: ceil(epochs / "
                                               "schedule period)"},
-        "halo_hops": {"type": "integer", "minimum": 0, "maximum": 8, "default": 0,
-                      "description": "h-hop halo of the partition in its local graph "
-                                     "(0: strict isolation)"},
+        "halo_hops": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 8},
+                                {"const": "depth"}], "default": "depth",
+                      "description": "h-hop halo of the partition in its local graph: "
+                                     "depth (the default, §3.2: the model's layers, k-hop "
+                                     "closure), an integer h, 0 = strict isolation"},
         "remote_edge_fraction": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.0,
                                  "description": "cross-partition edges kept per super-epoch, "
                                                 "their features fetched on demand "
@@ -208,7 +240,7 @@ class GrappaSystem(System):
         "switch_s": "slowest", "switch_raw_s": "slowest", "switch_bytes": "sum",
         "switch_rows": "sum",
         "partition_nodes": "mean", "partition_edges": "mean", "optimizer_updates": "sum",
-        "phases": "max", "deficit_switch": "max",
+        "phases": "max", "deficit_switch": "max", "halo_hops": "max",
     }
 
     # -- setup ---------------------------------------------------------------------------
@@ -251,6 +283,8 @@ class GrappaSystem(System):
         self.super_epoch_epochs = (self.options["super_epoch_epochs"]
                                    or max(1, math.ceil(epochs / period)))
         self.fanout = int(ctx.spec.get("fanouts")[-1])
+        self.halo_hops = resolve_halo_hops(self.options["halo_hops"],
+                                           len(ctx.spec.get("fanouts")))
         self.super_epoch, self.epochs_in_super = 0, 0
         self.local: LocalPartition | None = None
         self.loaded_super_epoch = -1
@@ -318,14 +352,9 @@ class GrappaSystem(System):
 
     def _partition_nodes(self) -> np.ndarray:
         base, swept = self.pairs()[self.ctx.rank]
-        nodes = np.flatnonzero((self.chunk_of == base) | (self.chunk_of == swept))
-        hops = self.options["halo_hops"]
-        if hops:
-            member = np.zeros(self.chunk_of.shape[0], dtype=bool)
-            member[nodes] = True
-            ds = self.ctx.dataset
-            nodes = np.union1d(nodes, halo_nodes(ds.indptr, ds.indices, member, hops))
-        return nodes.astype(np.int64)
+        ds = self.ctx.dataset
+        return partition_nodes(self.chunk_of, (base, swept), ds.indptr, ds.indices,
+                               self.halo_hops)
 
     def _switch(self) -> None:
         """Load the current super-epoch's partition: keep held rows, pull the rest from
@@ -503,6 +532,7 @@ class GrappaSystem(System):
             "optimizer_updates": self._updates,
             "phases": len(self.phases),
             "deficit_switch": int(self._deficit_hit),
+            "halo_hops": self.halo_hops,
         }
 
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:

@@ -20,7 +20,7 @@ from statistics import mean
 import pandas as pd
 import torch
 
-from commgnn.dist.congestion import congestion_from_spec
+from commgnn.dist.congestion import congestion_from_spec, reach_label
 from commgnn.dist.netem import (
     ACTIVATION,
     ACTIVATION_GRAD,
@@ -68,7 +68,7 @@ TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
     "system", "base_system", "dataset", "partitioning", "model", "layers", "batch_size",
-    "network", "congestion",
+    "network", "congestion", "congestion_reach",
     "seed", "workers", "epochs", "time_dilation", "mean_epoch_time_s",
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
     "network_s_per_step", "network_all_s_per_step", "traffic_mb_per_step",
@@ -131,6 +131,17 @@ def congestion_label(network_spec, workers: int, epochs: int) -> str:
         if not any(table):
             return "none"
     return f"scenario:{spec['name']}" if kind == "scenario" else str(kind)
+
+
+def congestion_reach(network_spec, workers: int, epochs: int) -> str:
+    """Which traffic the run's congestion delayed: ``none`` for a run without congestion
+    (:func:`congestion_label` is ``none``), else the spec's reach
+    (:func:`commgnn.dist.congestion.reach_label`: ``all``, or the classes joined by ``+``,
+    e.g. ``fetch+sampling``, the paper's default for the ``scenario`` and ``greendygnn``
+    kinds) — the emulator's ``congested_traffic``."""
+    if congestion_label(network_spec, workers, epochs) == "none":
+        return "none"
+    return reach_label(network_spec.get("congestion"))
 
 
 def max_known(values) -> float:
@@ -217,7 +228,9 @@ def system_summary(reductions: dict[str, str], epochs: list[dict]) -> dict:
 def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
                 device: torch.device, launcher: str, run_info: dict) -> dict:
     """The run's summary: :data:`COMMON_KEYS`, the system's declared metrics (listed in
-    ``system_metrics``), then the run's settings.
+    ``system_metrics``), then the run's settings. ``congestion`` names the schedule
+    (:func:`congestion_label`), ``congestion_reach`` which traffic it delayed
+    (:func:`congestion_reach`: ``none``, ``all``, ``fetch+sampling``…).
 
     Times: ``*_raw_s`` are wall seconds here; every other time is a target time, the raw
     time divided by ``time_dilation`` (identical when it is 1). Energy: ``energy_j`` is
@@ -250,6 +263,8 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "batch_size": spec.batch_size,
         "network": spec.network,
         "congestion": congestion_label(spec.network_spec, spec.workers, spec.get("epochs")),
+        "congestion_reach": congestion_reach(spec.network_spec, spec.workers,
+                                             spec.get("epochs")),
         "seed": spec.seed,
         "workers": spec.workers,
         "epochs": len(epochs),

@@ -1,8 +1,8 @@
 """The claims ledger (:mod:`commgnn.report.claims`): one row per headline claim of the
 four papers — the claim, the paper's value, the workload we measured it on, our value ±
-its spread, the verdict and its reason, the clock its runs were on, where its energy came
-from, and the rule and output that produced our value — drawn as a table (claim, values,
-verdict, reason and clock)."""
+its spread, the verdict and its reason, the clock its runs were on, which traffic their
+congestion delayed (its reach), where its energy came from, and the rule and output that
+produced our value — drawn as a table (claim, values, verdict, reason, clock and reach)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         "ours": [_number(v) + ("" if pd.isna(s) else f" ± {s:.2g}")
                  for v, s in zip(data["our_value"], data["our_spread"], strict=True)],
         "verdict": data["verdict"], "reason": data["reason"].str.slice(0, 70),
-        "clock": data["clock"]})
+        "clock": data["clock"], "reach": data["reach"]})
     save_table(shown, out_png, "Claims ledger: the papers' headline claims on this substrate",
                "no claims", width=16)
     return data

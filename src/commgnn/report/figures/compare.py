@@ -1,10 +1,12 @@
 """All systems side by side: every system that ran the same workload (dataset, model,
-depth, workers, batch size, network, congestion, epochs), on whatever partitioning it
-trains on, by epoch time, traffic per step (all kinds, and remote feature rows alone),
-modelled network time per step, energy (the target model), test accuracy and epoch time
-over the oracle's (the compute-only limit, same seed) — each the mean over seeds with
-the standard deviation. A system that ran on several partitionings of one workload
-appears once per partitioning (``default (random4)``). Times are target seconds."""
+depth, workers, batch size, network, congestion and its reach — which traffic it delayed —,
+epochs), on whatever partitioning it trains on, by epoch time, traffic per step (all kinds,
+and remote feature rows alone), modelled network time per step, energy (the target model),
+test accuracy and epoch time over the oracle's (the compute-only limit, same seed) — each
+the mean over seeds with the standard deviation. A system that ran on several
+partitionings of one workload appears once per partitioning (``default (random4)``); BGL
+names its cache (``bgl (no cache)``, ``bgl (FIFO 20,000 rows)``). Times are target
+seconds."""
 
 from __future__ import annotations
 
@@ -17,11 +19,12 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from commgnn.report.figures.plotting import save_figure
+from commgnn.report.labels import bgl_cache, reach_column, reach_words
 from commgnn.report.palette import system_styles
 
 #: Runs compared side by side share all of these.
 WORKLOAD = ["dataset", "model", "layers", "workers", "batch_size", "network", "congestion",
-            "epochs"]
+            "congestion_reach", "epochs"]
 #: (runs-table column, what it is, unit) per panel; ``vs_oracle`` is computed here.
 METRICS = (
     ("mean_epoch_time_s", "epoch time", "target s"),
@@ -40,14 +43,34 @@ def load(inputs: list[Path]) -> pd.DataFrame:
     for column, _, _ in METRICS:
         if column != "vs_oracle" and column not in runs:
             runs[column] = math.nan  # a runs table from before the column existed
-    return runs
+    return with_reach(runs)
+
+
+def with_reach(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with ``congestion_reach`` known or marked unknown (an older runs table)."""
+    return runs.assign(congestion_reach=reach_column(runs))
+
+
+def _settings(runs: pd.DataFrame) -> pd.Series:
+    """The setting an entry's name carries: BGL's cache (``no cache``, ``FIFO 20,000
+    rows``); "" for every other system."""
+    cache = runs["option_cache_rows"] if "option_cache_rows" in runs else \
+        pd.Series(math.nan, index=runs.index)
+    is_bgl = runs["base_system"] == "bgl"
+    return pd.Series([bgl_cache(c) if b else "" for b, c in zip(is_bgl, cache, strict=True)],
+                     index=runs.index, dtype=object)
 
 
 def _entries(runs: pd.DataFrame) -> pd.Series:
-    """Each run's name in the comparison: its system, with the partitioning when the
-    system ran on several in the workload."""
-    several = runs.groupby([*WORKLOAD, "system"])["partitioning"].transform("nunique") > 1
-    return runs["system"].where(~several, runs["system"] + " (" + runs["partitioning"] + ")")
+    """Each run's name in the comparison: its system, with its setting where the name
+    carries one (BGL's cache) and the partitioning when the system ran on several in the
+    workload: ``bgl (no cache)``, ``default (random4)``."""
+    several = runs.groupby([*WORKLOAD, "system"], dropna=False)["partitioning"].transform(
+        "nunique") > 1
+    parts = pd.concat([_settings(runs), runs["partitioning"].where(several, "")], axis=1)
+    inner = parts.apply(lambda r: ", ".join(p for p in r if isinstance(p, str) and p),
+                        axis=1) if len(runs) else pd.Series(dtype=object)
+    return runs["system"].where(inner == "", runs["system"] + " (" + inner + ")")
 
 
 def _over_oracle(runs: pd.DataFrame) -> pd.Series:
@@ -64,6 +87,7 @@ def _over_oracle(runs: pd.DataFrame) -> pd.Series:
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per workload and entry: seeds, mean and ``_std`` of every metric."""
+    runs = with_reach(runs)
     runs = runs.assign(entry=_entries(runs), vs_oracle=_over_oracle(runs))
     columns = [column for column, _, _ in METRICS]
     grouped = runs.groupby([*WORKLOAD, "entry"], dropna=False)
@@ -78,7 +102,8 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def workload_label(row: pd.Series) -> str:
-    congestion = "" if row["congestion"] == "none" else f", congestion {row['congestion']}"
+    congestion = "" if row["congestion"] == "none" else (
+        f", congestion {row['congestion']}{reach_words(row.get('congestion_reach'))}")
     return (f"{row['dataset']} · {row['model']}-{row['layers']} · {row['workers']} workers · "
             f"batch {row['batch_size']} · {row['network']}{congestion} · "
             f"{row['epochs']} epochs")

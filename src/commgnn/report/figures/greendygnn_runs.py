@@ -10,6 +10,7 @@ import pandas as pd
 
 from commgnn.errors import NotApplicable
 from commgnn.report.figures.plotting import CELL
+from commgnn.report.labels import bgl_label
 
 #: Runs of one workload share these (the network differs between clean and congested).
 WORKLOAD = [c for c in CELL if c != "network"] + ["partitioning"]
@@ -36,7 +37,8 @@ def control_records(inputs: list[Path], part: str, filename: str
 
 def method(row: pd.Series) -> str:
     """DGL (``default``, DistDGL's owned schedule; "DGL (global schedule)" with the
-    HopGNN and Grappa papers' one), BGL, RapidGNN, GreenDyGNN-static (its window in
+    HopGNN and Grappa papers' one), BGL (whatever its cache: :func:`label_runs` names it),
+    RapidGNN, GreenDyGNN-static (its window in
     ``window``), GreenDyGNN-heuristic, GreenDyGNN (a learned controller; "GreenDyGNN w/o
     cost weights" with uniform ones, the ablation); other systems by name."""
     base = row["base_system"]
@@ -60,13 +62,19 @@ def method(row: pd.Series) -> str:
 
 
 def label_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add ``label``: the method, with its window for GreenDyGNN-static, and the config's
-    variant name where two variants would share a label (e.g. ``default`` and a
-    ``dgl-global`` variant are both DGL)."""
+    """Add ``label``: the method, with its window for GreenDyGNN-static, with its cache for
+    BGL (``BGL (no cache)``: GreenDyGNN's BGL; ``BGL (FIFO 20,000 rows)``: the FIFO cache
+    option; from ``option_cache_rows``), and the config's variant name where two variants
+    would share a label (e.g. ``default`` and a ``dgl-global`` variant are both DGL)."""
     label = frame["method"].copy()
     static = frame["method"] == "GreenDyGNN-static"
     label[static] = ("GreenDyGNN-static(" + frame.loc[static, "window"].astype("Int64")
                      .astype(str) + ")")
+    bgl = frame["method"] == "BGL"
+    if bgl.any():
+        cache = frame["option_cache_rows"] if "option_cache_rows" in frame else \
+            pd.Series(float("nan"), index=frame.index)
+        label[bgl] = [bgl_label("BGL", c) for c in cache[bgl]]
     frame = frame.assign(label=label)
     shared = frame.groupby("label")["system"].transform("nunique") > 1
     frame.loc[shared, "label"] = frame.loc[shared, "label"] + " [" + \
@@ -104,6 +112,7 @@ def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
                                             "system", "base_system")}
         options = summary.get("system_options", {})
         ident["option_controller"] = options.get("controller")
+        ident["option_cache_rows"] = options.get("cache_rows")
         ident["window"] = options.get("window", float("nan"))
         ident["method"] = method(pd.Series(ident))
         ident["congested"] = (summary.get("congestion") or "none") != "none"
