@@ -1,5 +1,6 @@
 """GreenDyGNN part 1: window caches computed by hand, the double buffer, and real runs
-whose every hit, miss and fill is recomputed from the presampled blocks."""
+(Stage 1 sampling online, or reading the presample) whose every hit, miss and fill is
+recomputed from the presampled blocks."""
 
 from __future__ import annotations
 
@@ -108,10 +109,12 @@ def _replay(presampled: Path, owner: np.ndarray, worker: int, window: int, steps
     return batches, caches, pulled
 
 
-def test_static_windows_cross_epochs_with_exact_counts(presampled, tiny_inputs, tmp_path,
-                                                       run_on_tiny, make_spec, read_steps):
-    run = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec), name="static",
-                      presample=presampled)
+@pytest.mark.parametrize("sampler", ["online", "presample"])
+def test_static_windows_cross_epochs_with_exact_counts(sampler, presampled, tiny_inputs,
+                                                       tmp_path, run_on_tiny, make_spec,
+                                                       read_steps):
+    run = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, sampler=sampler),
+                      name="static", presample=presampled if sampler == "presample" else None)
     owner = np.asarray(load_partition(tiny_inputs[1]).book.owner)
     epochs = _epochs(run)
     steps = epochs[0]["steps_max"]
@@ -142,24 +145,38 @@ def test_static_windows_cross_epochs_with_exact_counts(presampled, tiny_inputs, 
             assert mine["mean_window"] == 2.0
 
 
-def test_resume_gives_the_same_steps(presampled, tiny_inputs, tmp_path, run_on_tiny,
+@pytest.mark.parametrize("sampler", ["online", "presample"])
+def test_resume_gives_the_same_steps(sampler, presampled, tiny_inputs, tmp_path, run_on_tiny,
                                      make_spec, read_steps):
-    whole = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, window=4), name="whole",
-                        presample=presampled)
-    run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, epochs=2, window=4), name="part",
-                presample=presampled)
-    resumed = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, window=4), name="part",
-                          presample=presampled)
+    given = presampled if sampler == "presample" else None
+    whole = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, window=4, sampler=sampler),
+                        name="whole", presample=given)
+    run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, epochs=2, window=4, sampler=sampler),
+                name="part", presample=given)
+    resumed = run_on_tiny(tmp_path, tiny_inputs, _spec(make_spec, window=4, sampler=sampler),
+                          name="part", presample=given)
     # The 2-epoch run's last window is cut at its end (steps 4-5 of 4-7), so its epoch 1
     # caches differ; the resumed epoch rebuilds the in-flight windows for the 3-epoch run
     # and from there every count is the whole run's. Features, hence losses, never differ.
     keys = ("epoch", "step", "window_index", "cache_hits", "cache_misses", "remote_rows")
+    sampling = ("sampling_rpcs", "sampling_rows", "sampling_bytes")
     for worker in range(2):
         a, b = read_steps(whole, worker), read_steps(resumed, worker)
         assert [[r[k] for k in keys] for r in a if r["epoch"] == 2] == \
             [[r[k] for k in keys] for r in b if r["epoch"] == 2]
         assert [r["loss"] for r in a] == pytest.approx([r["loss"] for r in b])
         assert [r["window_index"] for r in a] == [r["window_index"] for r in b]
+        # Online, each step records its batch's sampling, and the resumed epoch's first
+        # step also the batches of the rebuilt window before it (sampled again for it).
+        steps = sum(r["epoch"] == 0 for r in a)
+        first = 2 * steps
+        rebuilt = [r for g, r in enumerate(a)
+                   if 4 * a[first - 1]["window_index"] <= g < first]
+        assert rebuilt  # the active window began in epoch 1
+        for key in sampling:
+            again = sum(r[key] for r in rebuilt) if sampler == "online" else 0
+            assert [r[key] for r in b[first:]] == \
+                [a[first][key] + again] + [r[key] for r in a[first + 1:]], key
 
 
 def test_heuristic_shrinks_the_window_under_congestion(presampled, tiny_inputs, tmp_path,

@@ -4,8 +4,8 @@ weights (GreenDyGNN §IV–V).
 The run's steps form one sequence across epochs (global step ``g = epoch · steps +
 step``) cut into *windows*: window ``k`` covers ``W_k`` steps starting where window
 ``k − 1`` ended, so windows cross epoch boundaries. Each window has its own cache of at
-most ``K = cache_rows`` remote feature rows, chosen from the presampled blocks (the ones
-``rapidgnn`` reads, ``needs: presample``) of exactly the window's batches:
+most ``K = cache_rows`` remote feature rows, chosen from exactly the window's batches
+(as Stage 1 produced them, below):
 
 - every remote input node of the window's batches is counted once per batch, and its
   count weighted by its owner's cost weight ``w_owner`` (the decision's; 1 without);
@@ -17,13 +17,33 @@ most ``K = cache_rows`` remote feature rows, chosen from the presampled blocks (
 - rows already in the previous window's cache are copied from it, the others pulled with
   one bulk request per owner (:meth:`FeatureStore.fetch_remote`).
 
-Three stages run beside the trainer (§V-A): a **loader** (a
-:class:`~commgnn.dist.prefetch.Prefetcher` reading the presampled batches ahead), the
-**cache builder** (:class:`WindowBuffers`: one thread builds the *pending* buffer while
-the *active* one serves; a swap waits for the build to finish, so a half-built buffer is
-never served) and the **resolver** (a second prefetcher, ``prefetch_depth`` batches
-ahead, that assembles each batch from the active buffer and fetches the misses, one
-request per owner, recording each owner's round trip for the congestion estimator).
+Three stages run beside the trainer (§V-A):
+
+- **Stage 1, the background sampler** (option ``sampler``). ``online`` (the paper's, the
+  default): one dedicated thread (:class:`SampleBuffer`) samples every batch with
+  distributed sampling exactly as ``default`` does
+  (:func:`~commgnn.dist.remote_sampler.counted_sampler`, ``distributed``; seeds from the
+  system's epoch schedule, ``batch_seed(s0, w, e, i)``), so the neighbour-list RPCs cross
+  the emulated network as ``sampling`` traffic, into a buffer keyed by global step. Each
+  step is sampled exactly once, in step order, and held until both the resolver has taken
+  it and the cache builder has read it; the thread runs ``loader_depth`` steps ahead of
+  the resolver and as far as the builder asks (the end of the window being built, asked
+  when its build starts: windows cross epoch boundaries), never beyond the run's last
+  step. At ``end_epoch`` it finishes what the epoch asked for and pauses until the next
+  ``start_epoch`` (nothing is sampled while the loop evaluates). So what is sampled, in
+  which epoch, and which step records it never depend on timing; the batches are bit for
+  bit the presampled ones (:mod:`commgnn.sampling.presample` calls the same functions),
+  so a ``static`` run's caches, fetches and losses are the same under either
+  ``sampler``. ``presample`` (the measured alternative; the pipeline's presample is then
+  a required input): a :class:`~commgnn.dist.prefetch.Prefetcher` reads RapidGNN's
+  presampled blocks ``loader_depth`` ahead and the builder reads the window's batches
+  from the block files.
+- the **cache builder** (:class:`WindowBuffers`: one thread builds the *pending* buffer
+  while the *active* one serves; a swap waits for the build to finish, so a half-built
+  buffer is never served);
+- the **resolver** (a second prefetcher, ``prefetch_depth`` batches ahead, that assembles
+  each batch from the active buffer and fetches the misses, one request per owner,
+  recording each owner's round trip for the congestion estimator).
 
 When the resolver reaches the first step of window ``k`` it swaps window ``k``'s buffer
 in, asks the controller (:mod:`commgnn.control.controller`: ``static``, ``heuristic`` or
@@ -31,20 +51,30 @@ in, asks the controller (:mod:`commgnn.control.controller`: ``static``, ``heuris
 and template, from the 23-float state — and starts building it. What a run fetches
 therefore depends only on the configuration, the seed and the controller's decisions;
 with ``static`` it is a function of the configuration alone. Every step record names its
-window (``window``, ``window_index``, ``bias_owner``) and the inferred delay; each
-window's build is counted in the epoch whose resolver swapped it in
-(``extra_remote_*``).
+window (``window``, ``window_index``, ``bias_owner``) and the inferred delay; each window's
+build is counted in the epoch whose resolver swapped it in (``extra_remote_*``).
 
 Resume: the checkpoint holds the active and the pending window's decisions, the
-estimator and the controller; the first epoch after a resume rebuilds those two buffers
-(the active one's fill is then counted a second time, in that epoch).
+estimator and the controller (Stage 1's state is the schedule: nothing to save); the
+first epoch after a resume rebuilds those two buffers (the active one's fill is then
+counted a second time, in that epoch; under ``online`` the active window's batches from
+before the resumed epoch are sampled again for it, and their sampling traffic is recorded
+on the resumed epoch's first step).
 
 Accounting: a window's build usually runs during the previous window, possibly in the
 previous epoch (or while that epoch evaluates); its rows, RPCs and CPU energy are counted
 (``extra_remote_*``, ``fill_rows``) in the epoch that swaps it in, while its link seconds
 and bytes (``network_fetch_*``, from the emulator) fall in the epoch in which they were
-sent. The neighbour-list traffic of sampling was paid by ``presample`` and is reported as
-``presample_sampling_*`` (as ``rapidgnn`` does), not in the steps' energy.
+sent. Under ``online`` each batch's neighbour-list traffic (a ``FetchCounts``) is recorded
+on the step that trains on it (``PreparedBatch.sampling``: the step records'
+``sampling_*``, their target energy and the summary's ``sampling_*_per_epoch``), and its
+link seconds and bytes (``network_sampling_*``) fall in the epoch in which the sampler
+sent it (always inside an epoch, a deterministic one), possibly the one before the
+step's; ``sample_s`` is the sampler thread's seconds for the batch. Under
+``presample`` the sampling was paid offline by ``presample``: the steps record none, and
+the epochs report what it cost as ``presample_sampling_*`` (as ``rapidgnn`` does); under
+``online`` those two metrics are absent (nothing was presampled) and
+``sampler_held_max`` reports the most batches Stage 1 held at once.
 """
 
 from __future__ import annotations
@@ -55,6 +85,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 import torch
@@ -70,10 +101,15 @@ from commgnn.control.estimator import CongestionEstimator
 from commgnn.control.policy import check_pipeline_policy
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.placement import carry_device
-from commgnn.dist.prefetch import Prefetcher
+from commgnn.dist.prefetch import Prefetcher, PrefetchError
+from commgnn.dist.remote_sampler import counted_sampler
+from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
 from commgnn.sampling.presample import check_presample, check_run_presample, open_presampled
+from commgnn.sampling.seeds import batch_seed
 from commgnn.systems.base import PreparedBatch, System
+
+T = TypeVar("T")
 
 
 def select_window_nodes(remote_ids: list[np.ndarray], owner: np.ndarray, capacity: int,
@@ -198,6 +234,186 @@ class WindowBuffers:
 
 
 @dataclass
+class SampledBatch:
+    """One step sampled online by Stage 1: the batch as the sampler returned it, which of
+    its input nodes the worker owns, and what sampling it cost."""
+
+    step: int  # within its epoch
+    batch: MiniBatch  # int64 CPU tensors
+    local_mask: np.ndarray  # bool, (len(batch.input_nodes),): owned by the worker
+    sampling: FetchCounts  # the neighbour-list RPCs (exact counts)
+    sample_s: float = 0.0  # the sampler thread's seconds for it
+
+    @property
+    def remote_nodes(self) -> np.ndarray:
+        """Global ids of the input nodes owned by other workers (in input order)."""
+        return self.batch.input_nodes.numpy()[~self.local_mask]
+
+
+class SampleBuffer(Generic[T]):
+    """Stage 1's shared buffer: ``produce(g)`` for the global steps ``g = first, first + 1,
+    … total − 1`` on one background thread, each exactly once and in order.
+
+    Two consumers, each in step order: the loader :meth:`take` s steps from
+    ``consume_from`` on (earlier ones only the builder reads: the windows a resume
+    rebuilds), and the cache builder :meth:`read` s whole windows (contiguous, from
+    ``first``). An item is dropped once both are past it. Production runs ``depth`` steps
+    ahead of the loader and as far as the builder has asked (:meth:`want`, or the end of
+    the window it reads), so at most about a window plus ``depth`` items are held, and
+    which items are produced never depends on timing. A consumer waiting for a step whose
+    production failed gets a :class:`~commgnn.dist.prefetch.PrefetchError` whose cause is
+    the producer's exception. :meth:`pause` produces what has been asked for, then holds
+    the thread (between epochs: so which steps are sampled in an epoch is decided by what
+    the epoch asked for, not by timing); :meth:`resume` goes on; :meth:`close` stops and
+    joins it (a waiting consumer then gets a ``PrefetchError``).
+    """
+
+    def __init__(self, produce: Callable[[int], T], *, first: int, consume_from: int,
+                 total: int, depth: int, name: str = "greendygnn-sampler") -> None:
+        if depth < 1:
+            raise ValueError(f"sampler depth must be >= 1, got {depth}")
+        if not 0 <= first <= consume_from:
+            raise ValueError(f"need 0 <= first ({first}) <= consume_from ({consume_from})")
+        self.name = name
+        self._produce = produce
+        self._total = int(total)
+        self._depth = int(depth)
+        self._cond = threading.Condition()
+        self._items: dict[int, T] = {}
+        self._next = first  # the next step to produce
+        self._taken = consume_from  # the next step the loader takes
+        self._read = first  # the builder has read every step below
+        self._wanted = first  # the builder asked for every step below
+        self._low = first  # every step below is dropped
+        self._busy = self._paused = self._stop = False
+        self._error: tuple[int, BaseException] | None = None
+        self.produced = 0
+        self.max_held = 0
+        self._thread = threading.Thread(target=carry_device(self._run), name=name, daemon=True)
+        self._thread.start()
+
+    def _limit(self) -> int:
+        return min(self._total, max(self._taken + self._depth, self._wanted))
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._stop or self._next >= self._total) and \
+                        (self._paused or self._next >= self._limit()):
+                    self._cond.wait()
+                if self._stop or self._next >= self._total:
+                    return
+                g = self._next
+                self._busy = True
+            try:
+                item = self._produce(g)
+            except BaseException as exc:  # re-raised to whoever waits for step g or later
+                with self._cond:
+                    self._error = (g, exc)
+                    self._busy = False
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._items[g] = item
+                self._next = g + 1
+                self._busy = False
+                self.produced += 1
+                self.max_held = max(self.max_held, len(self._items))
+                self._cond.notify_all()
+
+    def _wait_for(self, g: int) -> T:
+        """Item ``g`` (the lock held), once produced."""
+        while g not in self._items:
+            if g < self._low or g >= self._total:
+                raise IndexError(f"{self.name}: step {g} is not held (dropped below "
+                                 f"{self._low}, run ends at {self._total})")
+            if self._error is not None and self._error[0] <= g:
+                index, exc = self._error
+                raise PrefetchError(f"{self.name}: producing step {index} failed: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+            if self._stop:
+                raise PrefetchError(f"{self.name}: closed")
+            self._cond.wait()
+        return self._items[g]
+
+    def _drop(self) -> None:
+        below = min(self._taken, self._read)
+        while self._low < below:
+            self._items.pop(self._low, None)
+            self._low += 1
+        self._cond.notify_all()
+
+    def take(self, g: int) -> T:
+        """The loader's next step ``g`` (steps are taken in order), once produced."""
+        with self._cond:
+            if g != self._taken:
+                raise RuntimeError(f"{self.name}: the loader takes step {self._taken} next, "
+                                   f"not {g}")
+            item = self._wait_for(g)
+            self._taken = g + 1
+            self._drop()
+        return item
+
+    def want(self, end: int) -> None:
+        """The builder will read every step below ``end``: produce up to there."""
+        with self._cond:
+            self._wanted = max(self._wanted, min(end, self._total))
+            self._cond.notify_all()
+
+    def read(self, start: int, end: int) -> list[T]:
+        """The builder's window: the items of steps ``start … end − 1`` (at most up to the
+        run's end), in order; windows are read in order, each starting where the last
+        ended."""
+        end = min(end, self._total)
+        with self._cond:
+            if start != self._read:
+                raise RuntimeError(f"{self.name}: the builder reads from step {self._read} "
+                                   f"next, not {start}")
+            self._wanted = max(self._wanted, end)
+            self._cond.notify_all()
+        out: list[T] = []
+        for g in range(start, end):
+            with self._cond:
+                out.append(self._wait_for(g))
+                self._read = g + 1
+                self._drop()
+        return out
+
+    def pause(self) -> None:
+        """Produce every step asked for so far (``depth`` past the loader, the builder's
+        windows), then hold production; a production error is raised here."""
+        with self._cond:
+            while not self._stop and self._error is None and self._next < self._limit():
+                self._cond.wait()
+            self._paused = True
+            while self._busy:
+                self._cond.wait()
+            if self._error is not None:
+                index, exc = self._error
+                raise PrefetchError(f"{self.name}: producing step {index} failed: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+
+    def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    @property
+    def held(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def close(self) -> None:
+        """Stop producing and join the thread (an item in production completes)."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join()
+        with self._cond:
+            self._items.clear()
+
+
+@dataclass
 class _WindowStats:
     """What happened since the last boundary (the controller's observation)."""
 
@@ -234,16 +450,27 @@ class GreenDyGNNSystem(System):
         "prefetch_depth": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 4,
                            "description": "resolver queue: batches assembled ahead"},
         "loader_depth": {"type": "integer", "minimum": 1, "maximum": 4096, "default": 8,
-                         "description": "loader queue: presampled batches read ahead"},
+                         "description": "Stage 1 queue: batches sampled (online) or read "
+                                        "(presample) ahead of the resolver"},
+        "sampler": {"enum": ["online", "presample"], "default": "online",
+                    "description": "Stage 1 (§V-A): online, the paper's: a background thread "
+                                   "samples each batch with distributed sampling, its "
+                                   "neighbour-list RPCs charged as sampling traffic; "
+                                   "presample: RapidGNN's presampled blocks (needs the "
+                                   "presample; sampling paid offline, reported apart)"},
     }
-    needs = ("presample",)
+    needs = ()  # the presample only with `sampler: presample` (wants, check_inputs)
 
     @classmethod
     def wants(cls, options: dict) -> tuple[str, ...]:
-        """A ``dqn`` run without its own ``policy`` also gets the pipeline's policy."""
+        """The presample for ``sampler: presample``; a ``dqn`` run without its own
+        ``policy`` also gets the pipeline's policy."""
+        wanted: tuple[str, ...] = cls.needs
+        if options.get("sampler", cls.options["sampler"]["default"]) == "presample":
+            wanted = (*wanted, "presample")
         if options.get("controller") == "dqn" and not options.get("policy"):
-            return (*cls.needs, "policy")
-        return cls.needs
+            wanted = (*wanted, "policy")
+        return wanted
     figures = {
         "greendygnn_fig2": ("runs",),
         "greendygnn_fig4": ("runs",),
@@ -261,24 +488,44 @@ class GreenDyGNNSystem(System):
                   "copied_rows": "sum", "rebuild_s": "sum", "swap_wait_s": "slowest",
                   "delay_est_ms": "max", "biased_windows": "sum", "cache_bytes_max": "max",
                   "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum",
-                  "policy_fallback": "max"}
+                  "sampler_held_max": "max", "policy_fallback": "max"}
+
+    @property
+    def presampled(self) -> bool:
+        """Stage 1 reads the presample (``sampler: presample``) instead of sampling."""
+        return self.options["sampler"] == "presample"
 
     def check_inputs(self, spec, inputs, dataset, partition, rank) -> None:
-        """The presample, and the pipeline's policy (not one the ``policy`` option names):
-        readable and trained for this dataset and partition."""
-        check_run_presample(spec, inputs, dataset, partition, rank)
+        """With ``sampler: presample`` the presample (required); the pipeline's policy (not
+        one the ``policy`` option names): readable and made for this dataset and
+        partition. A presample given to an ``online`` run is not read."""
+        if self.presampled:
+            if "presample" not in inputs:
+                raise ConfigError(f"system {spec.system!r} with sampler: presample needs "
+                                  "pipeline inputs ['presample'] (commgnn train --input "
+                                  "NAME=PATH)")
+            check_run_presample(spec, inputs, dataset, partition, rank)
         if self.options["controller"] == "dqn" and not self.options.get("policy") \
                 and inputs.get("policy"):
             check_pipeline_policy(inputs["policy"], dataset, partition)
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)
-        self.presample_dir = ctx.inputs["presample"]
         self.epochs = int(ctx.spec.get("epochs"))
-        meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
-                               batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
-                               epochs=self.epochs, steps=ctx.steps)
-        self.presample_stats = meta["workers"][str(ctx.rank)]
+        if self.presampled:
+            self.presample_dir = ctx.inputs["presample"]
+            meta = check_presample(self.presample_dir, fanouts=ctx.spec.get("fanouts"),
+                                   batch_size=ctx.spec.batch_size, base_seed=ctx.spec.seed,
+                                   epochs=self.epochs, steps=ctx.steps)
+            self.presample_stats = meta["workers"][str(ctx.rank)]
+        else:  # Stage 1 samples online, as `default` does (distributed sampling)
+            self._sample_seeded = counted_sampler(
+                ctx.sampler, "distributed", ctx.partition.book.owner, ctx.rank, ctx.emulator,
+                ctx.spec.get("rpc_timeout_s"))
+        self._sampler: SampleBuffer[SampledBatch] | None = None
+        self._seeds: dict[int, list[np.ndarray]] = {}
+        self._consume_from = 0  # the first step the sampler's loader takes
+        self._orphans = FetchCounts()  # sampling of steps before it (a resume's rebuild)
         self.steps = ctx.steps
         self.total_steps = self.steps * self.epochs
         self.capacity = int(self.options["cache_rows"])
@@ -315,10 +562,46 @@ class GreenDyGNNSystem(System):
         self._reader: BlockReader | None = None
         self.max_cache_bytes = 0
 
+    # -- Stage 1 (online) ----------------------------------------------------------------
+    def _sample_step(self, g: int) -> SampledBatch:
+        """Global step ``g`` sampled with distributed sampling (on the sampler thread)."""
+        epoch, step = divmod(g, self.steps)
+        seeds = self._seeds.get(epoch)
+        if seeds is None:
+            seeds = self.epoch_seeds(epoch)  # the schedule (placement: every worker its own)
+            if len(seeds) != self.steps:
+                raise RuntimeError(f"epoch {epoch}: {len(seeds)} batches scheduled, the run "
+                                   f"has {self.steps} steps per epoch")
+            self._seeds = {epoch: seeds}
+        t0 = time.perf_counter()
+        batch, sampling = self._sample_seeded(
+            seeds[step], batch_seed(self.ctx.spec.seed, self.ctx.rank, epoch, step))
+        sample_s = time.perf_counter() - t0
+        if g < self._consume_from:  # only the builder reads it: recorded on the first step
+            self._orphans.add(sampling)
+        local = self.owner[batch.input_nodes.numpy()] == self.ctx.rank
+        return SampledBatch(step=step, batch=batch, local_mask=local, sampling=sampling,
+                            sample_s=sample_s)
+
+    def _start_sampler(self, epoch: int) -> SampleBuffer[SampledBatch]:
+        """The sampler at the first epoch this process trains: from the window a resume
+        rebuilds (or the epoch's first step), the loader from the epoch's first step."""
+        first_step = epoch * self.steps
+        first = first_step
+        if self._restore is not None:
+            first = min(first, int(self._restore["active"]["start"]))
+        self._consume_from = first_step
+        return SampleBuffer(self._sample_step, first=first, consume_from=first_step,
+                            total=self.total_steps, depth=int(self.options["loader_depth"]))
+
     # -- the builder ---------------------------------------------------------------------
     def _window_batches(self, start: int, window: int) -> list[np.ndarray]:
-        """Remote input nodes of the presampled batches of steps ``start …`` (``window``
-        of them, fewer at the end of the run), read from the block files."""
+        """Remote input nodes of the batches of steps ``start …`` (``window`` of them,
+        fewer at the end of the run): from Stage 1's buffer (``online``), else read from
+        the block files."""
+        if not self.presampled:
+            assert self._sampler is not None
+            return [item.remote_nodes for item in self._sampler.read(start, start + window)]
         out: list[np.ndarray] = []
         end = min(start + window, self.total_steps)
         g = start
@@ -358,6 +641,8 @@ class GreenDyGNNSystem(System):
     def _start_build(self, index: int, start: int, decision: WindowDecision) -> None:
         previous = self.buffers.active
         self._pending_decision = (index, start, decision)
+        if self._sampler is not None:  # asked now, by the resolver: never a matter of timing
+            self._sampler.want(start + decision.window)
         self.buffers.build_async(lambda: self._build(index, start, decision, previous))
 
     # -- boundaries ----------------------------------------------------------------------
@@ -432,10 +717,19 @@ class GreenDyGNNSystem(System):
         self._stats = _WindowStats()
 
     # -- the resolver --------------------------------------------------------------------
-    def _resolve(self, epoch: int, presampled: PresampledBatch) -> PreparedBatch:
+    def _resolve(self, epoch: int, presampled: PresampledBatch | SampledBatch
+                 ) -> PreparedBatch:
         ctx = self.ctx
         store = ctx.store
         g = epoch * self.steps + presampled.step
+        sampled: dict = {}  # online: the batch's sampling traffic and time
+        if isinstance(presampled, SampledBatch):
+            sampling = presampled.sampling
+            if g == self._consume_from and self._orphans.remote_rpcs:
+                sampling = FetchCounts()
+                for part in (self._orphans, presampled.sampling):
+                    sampling.add(part)
+            sampled = {"sampling": sampling, "sample_s": presampled.sample_s}
         if self.buffers.active is None:
             self._begin(g)
         while g >= self.buffers.active.end:
@@ -455,7 +749,8 @@ class GreenDyGNNSystem(System):
             extra={"window": cache.decision.window, "window_index": cache.index,
                    "bias_owner": -1 if cache.decision.bias_owner is None
                    else cache.decision.bias_owner,
-                   "delay_est_ms": estimate.delay_s * 1e3})
+                   "delay_est_ms": estimate.delay_s * 1e3},
+            **sampled)
 
     def _observe_fetch(self, epoch: int, remote: torch.Tensor, hit: torch.Tensor,
                        counts: FetchCounts) -> None:
@@ -476,13 +771,26 @@ class GreenDyGNNSystem(System):
         self._epoch = {"windows_built": 0, "fill": FetchCounts(), "copied_rows": 0,
                        "rebuild_s": 0.0, "biased_windows": 0, "windows": []}
         self.buffers.waited_s = 0.0
-        self._reader = reader = open_presampled(self.presample_dir, self.ctx.rank, epoch)
-        self._loader = Prefetcher(reader.read, self.steps, int(self.options["loader_depth"]),
-                                  name=f"greendygnn-loader-e{epoch}")
-        loader = self._loader
-        self._resolver = Prefetcher(
-            lambda _i: self._resolve(epoch, loader.get()[0]), self.steps,
-            int(self.options["prefetch_depth"]), name=f"greendygnn-resolver-e{epoch}")
+        if self.presampled:
+            self._reader = reader = open_presampled(self.presample_dir, self.ctx.rank, epoch)
+            self._loader = Prefetcher(reader.read, self.steps,
+                                      int(self.options["loader_depth"]),
+                                      name=f"greendygnn-loader-e{epoch}")
+            loader = self._loader
+
+            def produce(_i: int) -> PreparedBatch:
+                return self._resolve(epoch, loader.get()[0])
+        else:
+            if self._sampler is None:
+                self._sampler = self._start_sampler(epoch)
+            else:
+                self._sampler.resume()
+            sampler, base = self._sampler, epoch * self.steps
+
+            def produce(i: int) -> PreparedBatch:
+                return self._resolve(epoch, sampler.take(base + i))
+        self._resolver = Prefetcher(produce, self.steps, int(self.options["prefetch_depth"]),
+                                    name=f"greendygnn-resolver-e{epoch}")
 
     def batches(self, epoch: int) -> Iterator[PreparedBatch]:
         assert self._resolver is not None, "start_epoch() not called"
@@ -507,12 +815,19 @@ class GreenDyGNNSystem(System):
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        if self._sampler is not None:  # no sampling between epochs (evaluation …)
+            self._sampler.pause()
 
     def end_epoch(self, epoch: int) -> dict:
         self._stop_epoch()
         stats = self._epoch
         fill = stats["fill"]
         windows = stats["windows"]
+        if self.presampled:
+            stage1 = {"presample_sampling_rpcs": self.presample_stats["sampling_rpcs"][epoch],
+                      "presample_sampling_bytes": self.presample_stats["sampling_bytes"][epoch]}
+        else:
+            stage1 = {"sampler_held_max": self._sampler.max_held if self._sampler else 0}
         return {
             "windows_built": stats["windows_built"],
             "mean_window": float(np.mean(windows)) if windows else math.nan,
@@ -524,8 +839,7 @@ class GreenDyGNNSystem(System):
             "biased_windows": stats["biased_windows"],
             "cache_bytes_max": self.max_cache_bytes,
             "policy_fallback": self.policy_fallback,
-            "presample_sampling_rpcs": self.presample_stats["sampling_rpcs"][epoch],
-            "presample_sampling_bytes": self.presample_stats["sampling_bytes"][epoch],
+            **stage1,
             "extra_remote_rpcs": fill.remote_rpcs,
             "extra_remote_rows": fill.remote_rows,
             "extra_remote_bytes": fill.remote_bytes,
@@ -552,5 +866,8 @@ class GreenDyGNNSystem(System):
         self._restore = state if state.get("active") else None
 
     def close(self) -> None:
+        if self._sampler is not None:  # first: it may hold up the resolver or a build
+            self._sampler.close()
+            self._sampler = None
         self._stop_epoch()
         self.buffers.close()
