@@ -28,7 +28,7 @@ class PrefetchError(RuntimeError):
     """Producing a prefetched item failed (the original exception is the cause)."""
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """``BlockFileError: /path: record 3: checksum mismatch`` (the first line)."""
     line = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
     return f"{type(exc).__name__}: {line}" if line else repr(exc)
@@ -94,7 +94,7 @@ class Prefetcher(Generic[T]):
                 if self._error is not None:
                     index, exc = self._error
                     raise PrefetchError(f"{self._thread.name}: producing item {index} "
-                                        f"failed: {_describe(exc)}") from exc
+                                        f"failed: {describe_error(exc)}") from exc
                 if self._stop:
                     raise PrefetchError(f"{self._thread.name}: closed")
                 self._lock.wait()

@@ -101,7 +101,7 @@ from commgnn.control.estimator import CongestionEstimator
 from commgnn.control.policy import check_pipeline_policy
 from commgnn.dist.feature_store import FetchCounts
 from commgnn.dist.placement import carry_device
-from commgnn.dist.prefetch import Prefetcher, PrefetchError
+from commgnn.dist.prefetch import Prefetcher, PrefetchError, describe_error
 from commgnn.dist.remote_sampler import counted_sampler
 from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
@@ -330,7 +330,7 @@ class SampleBuffer(Generic[T]):
             if self._error is not None and self._error[0] <= g:
                 index, exc = self._error
                 raise PrefetchError(f"{self.name}: producing step {index} failed: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+                                    f"{describe_error(exc)}") from exc
             if self._stop:
                 raise PrefetchError(f"{self.name}: closed")
             self._cond.wait()
@@ -391,7 +391,7 @@ class SampleBuffer(Generic[T]):
             if self._error is not None:
                 index, exc = self._error
                 raise PrefetchError(f"{self.name}: producing step {index} failed: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+                                    f"{describe_error(exc)}") from exc
 
     def resume(self) -> None:
         with self._cond:
