@@ -5,8 +5,9 @@ Usage: python benchmarks/collect_greendygnn.py RESULTS_DIR OUT_PREFIX
 
 Energy is the target-machine model (commgnn.energy.target: GPU idle during stalls, CPU per
 RPC and byte) in target time (raw ÷ time dilation), per epoch, summed over the workers,
-with the wait in the real all-reduce for the slowest worker counted idle
-(:func:`straggler_excess_j`; the in-run records count it busy);
+with the wait in the real all-reduce for the slowest worker counted idle (in the run's
+own records since target energy v2; for older records :func:`straggler_excess_j`
+removes it after the fact);
 times are target seconds. Read from every run's epochs.jsonl, so the congested epochs
 (``congested_from`` on) are reported apart from the clean warm-up:
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +56,11 @@ def straggler_excess_j(run_dir: Path, workers: int) -> dict[int, float]:
     straggler, e.g. the one fetching from a congested machine), and that wait is idle. Per
     step the workers compute equal batches, so the busy time is taken as the smallest
     compute-minus-sync over the workers of that step; the excess of each worker's over it
-    is charged (busy − idle) W too much."""
+    is charged (busy − idle) W too much. Records of target energy v2 on price the wait
+    idle themselves (every step's ``collective_wait_s``): nothing to remove there."""
     summary = json.loads((run_dir / "summary.json").read_text())
+    if summary.get("provenance", {}).get("energy", "target energy v1") != "target energy v1":
+        return defaultdict(float)
     model = summary["energy_target_model"]
     extra_w = model["gpu_busy_w"] - model["gpu_idle_w"]
     steps = pd.concat([pd.read_json(run_dir / f"steps_w{w}.jsonl", lines=True)

@@ -49,42 +49,6 @@ def calibration_summary(control: Path) -> dict:
             "time_dilation": cal["workload"]["time_dilation"]}
 
 
-#: A what-if γ (s/B/ms) of a window-limited link's order. Not the paper's: its copy leaves
-#: the fitted values of §IV-B blank (earlier results attributed this value to it).
-WHAT_IF_GAMMA = 2.01e-10
-
-
-def gamma_what_if(control: Path, results: Path) -> list[dict]:
-    """Simulated energy of every static window over 30 epochs of the benchmark's
-    congestion schedule, with the calibrated γ and with :data:`WHAT_IF_GAMMA`: the
-    calibrated simulator asked what a byte-proportional congestion cost would change."""
-    from commgnn.control.controller import WINDOWS
-    from commgnn.control.costmodel import CostModel
-    from commgnn.control.simulator import Simulator
-    from commgnn.dist.congestion import congestion_from_spec
-
-    cal = json.loads((control / "calibration" / "calibration.json").read_text())
-    congested = json.loads(next((results / "runs").glob(
-        "greendygnn/*/*/*_congested_s0/summary.json")).read_text())["network_spec"]
-    workers, epochs = int(cal["workload"]["workers"]), 30
-    schedule = congestion_from_spec(congested["congestion"], workers, epochs)
-    profile = np.array([[schedule.node_delays_s(e).get(n, 0.0) for n in range(workers)]
-                        for e in range(epochs)])
-    out = []
-    for name, gamma in (("calibrated", None), ("what-if", WHAT_IF_GAMMA)):
-        model = CostModel(cal)
-        if gamma is not None:
-            model.gamma = gamma
-        energy = np.mean([Simulator(model, epochs, agent=r).static_energy(profile)
-                          for r in range(workers)], axis=0)
-        uniform = {w: float(energy[model.action(i, 0)]) for i, w in enumerate(WINDOWS)}
-        best = min(uniform, key=uniform.get)
-        out.append({"gamma": model.gamma, "source": name, "energy_j_by_W": uniform,
-                    "best_W": best,
-                    "best_vs_W16_pct": 100 * (uniform[best] / uniform[16] - 1)})
-    return out
-
-
 def dqn_vs_best_static(per: pd.DataFrame) -> list[dict]:
     """Per congested network, seed 0: every static window's energy, the dqn run's, and
     the dqn run against the best of them."""
@@ -202,13 +166,6 @@ def markdown(result: dict) -> str:
         energy = ", ".join(f"W={w}: {e:.1f}" for w, e in d["static_j_by_W"].items())
         lines.append(f"| {d['network']} | {energy} | {d['best_W']} | {d['dqn_j']:.1f} | "
                      f"{d['dqn_vs_best_pct']:+.2f} % |")
-    lines += ["", "## What a byte-proportional γ would change (simulated, 30 epochs of the "
-              "schedule, uniform template)", "", "| γ (s/B/ms) | source | best W | best vs W=16 | "
-              "J per run by W |", "|---|---|---|---|---|"]
-    for g in result["gamma_what_if"]:
-        energy = ", ".join(f"{w}: {e:.0f}" for w, e in g["energy_j_by_W"].items())
-        lines.append(f"| {g['gamma']:.3g} | {g['source']} | {g['best_W']} | "
-                     f"{g['best_vs_W16_pct']:+.1f} % | {energy} |")
     lines += ["", "## The learned controller's mean window per epoch", "",
               "| variant | network | epoch | mean W | inferred delay ms | seeds |",
               "|---|---|---|---|---|---|"]
@@ -235,7 +192,6 @@ def main(results: Path, prefix: Path) -> None:
            "reward_last": float(np.mean(rewards[-100:]))},
         "methods": method_rows, "ablation": ablation(method_rows),
         "sweep": sweep(congested), "windows": window_trace(epochs),
-        "gamma_what_if": gamma_what_if(control, results),
         "dqn_vs_best_static": dqn_vs_best_static(congested)}
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(result, indent=2, default=float) + "\n")

@@ -47,7 +47,8 @@ TINY = {
                 "policy": {"episodes": 20, "episode_epochs": 3, "hidden": [16],
                            "warmup": 20, "eval_profiles": 1}},
     # GreenDyGNN's single-link congestion preset on node 1, from the first epoch
-    "networks": {"10gbe-single": {"preset": "10gbe", "congestion": {
+    # (dilated `auto`: its four runs share one workload probe, the `dilation` rule's)
+    "networks": {"10gbe-single": {"preset": "10gbe", "time_dilation": "auto", "congestion": {
         "kind": "scenario", "name": "single-link", "delay_ms": 5, "onset_epoch": 0,
         "final_clean": False}}},
     "experiments": [{"systems": ["default", "oracle", "rapidgnn", "rapidgnn-h200", "dgl-global",
@@ -97,7 +98,7 @@ def check_side_by_side(out: Path) -> None:
     assert claims["verdict"].isin(VERDICTS).all()
     # one pipeline, one testbed: every judged row names it, none pools two
     assert set(claims.loc[claims["provenance"].notna(), "provenance"]) <= {
-        "synthetic v2; congestion v2; dilation per run; target energy v1"}
+        "synthetic v2; congestion v2; dilation per workload; target energy v2"}
     # the tiny config runs undilated: no claim on time or modelled energy gets a verdict
     timed = {claim.id for claim in CLAIMS if claim.dilated}
     judged = claims[claims["verdict"].isin(["reproduced", "direction", "not reproduced"])]
@@ -220,6 +221,17 @@ def test_tiny_pipeline_end_to_end(repo_root, tmp_path):
     assert runs.loc[("greendygnn", "10gbe-single"), "congestion"] == "scenario:single-link"
     assert runs.loc[("greendygnn", "10gbe"), "congestion"] == "none"
     assert runs.loc[("bgl", "10gbe-single"), "energy_target_j"] > 0
+    # one clock per workload: every system of it divides by the one probe
+    single = runs.xs("10gbe-single", level="network")
+    assert len(single) == 4 and single["workload_key"].nunique() == 1
+    assert set(single["time_dilation_source"]) == {"workload probe"}
+    (probe_file,) = (out / "dilation" / "tiny").glob("*.json")
+    probe = json.loads(probe_file.read_text())
+    assert probe_file.stem == single["workload_key"].iloc[0]
+    assert (single["compute_step_probe_s"] == probe["probe_s"]).all()
+    assert single["time_dilation"].nunique() == 1
+    assert set(single["reference_step_source"]) == {"derived"}  # SAGE-2 h16's relatives
+    assert (runs.xs("10gbe", level="network")["time_dilation"] == 1).all()
     fig5 = pd.read_csv(out / "figures" / "greendygnn_fig5.csv")
     assert set(fig5["method"]) == {"GreenDyGNN-static"}  # the one clean/congested pair
     table = pd.read_csv(out / "figures" / "greendygnn_table1.csv")

@@ -120,6 +120,27 @@ def _require(paths: list[Path], member: str | None = None) -> None:
             raise InputError(f"{target}: missing{hint}")
 
 
+def cmd_dilation(args: argparse.Namespace) -> None:
+    from commgnn.dist.launcher import external_env, prestart_fork_server
+    from commgnn.train.spec import RunSpec
+
+    try:
+        spec = RunSpec.from_json(args.spec)
+    except (ValueError, TypeError) as exc:
+        raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
+    if external_env() is None:
+        prestart_fork_server("commgnn.train.dilation")
+    from commgnn.train.dilation import PROBE_STEPS_WORKLOAD, probe_workload
+    if not (args.dataset / "meta.json").is_file():
+        raise InputError(f"{args.dataset / 'meta.json'}: missing")
+    probe = probe_workload(spec, str(args.dataset), str(args.out),
+                           args.steps or PROBE_STEPS_WORKLOAD)
+    ref = probe["reference"]
+    log.info("workload %s: step %.1f ms on this host; reference %s", probe["workload"],
+             probe["probe_s"] * 1e3, "none (runs undilated unless the config gives one)"
+             if ref is None else f"{ref['step_s'] * 1e3:.3f} ms ({ref['source']})")
+
+
 def cmd_train(args: argparse.Namespace) -> None:
     from commgnn.dist.launcher import external_env, prestart_fork_server
     from commgnn.train.spec import RunSpec
@@ -150,7 +171,9 @@ def cmd_train(args: argparse.Namespace) -> None:
             raise cfg.ConfigError(f"--input {item!r}: expected NAME=PATH")
         inputs[name] = path
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
-                     out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs)
+                     out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs,
+                     dilation=None if args.dilation is None else str(args.dilation))
+    _probe_arg(args.dilation)  # a bad probe fails here, before any worker starts
     summary = run(spec, paths, process_started=process_start())
     acc = summary.get("test_acc")
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %s", spec.run_id,
@@ -182,6 +205,17 @@ def _run_template(text: str):
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
 
 
+def _probe_arg(path: Path | None) -> str | None:
+    """``--dilation``: the workload's probe, checked before any work (None: none given)."""
+    if path is None:
+        return None
+    from commgnn.train.loop import RunPaths, _workload_probe
+
+    _workload_probe(RunPaths(dataset="", partition="", out="", checkpoints="",
+                             dilation=str(path)))
+    return str(path)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> None:
     from commgnn.control.calibrate import calibrate
     from commgnn.files import atomic_directory
@@ -189,7 +223,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     template = _run_template(args.spec)
     settings = _spec(args.settings, "control_calibration", "control.calibration")
     paths = {"dataset": str(args.dataset), "partition": str(args.partition),
-             "presample": str(args.presample)}
+             "presample": str(args.presample), "dilation": _probe_arg(args.dilation)}
     with atomic_directory(args.out) as tmp:
         result = calibrate(template, paths, tmp, settings)
     fit = result["rpc"]["fit"]
@@ -206,7 +240,7 @@ def cmd_validate_simulator(args: argparse.Namespace) -> None:
     settings = _spec(args.settings, "control_validation", "control.validation")
     calibration = read_calibration(args.calibration / "calibration.json")
     paths = {"dataset": str(args.dataset), "partition": str(args.partition),
-             "presample": str(args.presample)}
+             "presample": str(args.presample), "dilation": _probe_arg(args.dilation)}
     with atomic_directory(args.out) as tmp:
         result = validate(template, paths, calibration, tmp, settings)
     log.info("simulator error: mean %.1f%%, max %.1f%%", 100 * result["mean_error"],
@@ -307,7 +341,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", required=True, type=Path)
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
                    help="a pipeline input the system needs (e.g. presample=DIR); repeatable")
+    p.add_argument("--dilation", type=Path, default=None,
+                   help="the workload's compute-step probe (commgnn dilation's output) for "
+                        "time_dilation auto; without it the run probes its own")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("dilation", help="measure a workload's compute-only step (time "
+                                        "dilation auto) on its workers at once")
+    p.add_argument("--spec", required=True, help="a run spec of the workload as JSON")
+    p.add_argument("--dataset", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the probe's JSON file")
+    p.add_argument("--steps", type=int, default=None, help="timed steps per worker")
+    p.set_defaults(func=cmd_dilation)
 
     p = sub.add_parser("presample", help="presample every worker's batches to disk")
     p.add_argument("--dataset", required=True, type=Path)
@@ -332,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--dataset", required=True, type=Path)
         p.add_argument("--partition", required=True, type=Path)
         p.add_argument("--presample", required=True, type=Path)
+        p.add_argument("--dilation", type=Path, default=None,
+                       help="the workload's compute-step probe (time dilation auto)")
         if name == "validate-simulator":
             p.add_argument("--calibration", required=True, type=Path,
                            help="a calibrate output directory")

@@ -32,9 +32,14 @@ RMAT_GENERATOR = "rmat v1"
 #: (Linux's tcp_rmem maximum), and the paper's schedules reach fetch and sampling traffic;
 #: v1: a fixed per-request delay on the congested machines' fetch traffic.
 CONGESTION_MODEL = "congestion v2"
-#: f measured per run: the run's compute-only step ÷ the reference step.
-DILATION_POLICY = "dilation per run"
-ENERGY_MODEL = "target energy v1"
+#: v2 (2026-11-26): f measured once per workload (the pipeline's dilation step) ÷ the
+#: workload's own reference (measured on an H100 or derived by a stated rule); v1: per run,
+#: ÷ one reference_step_ms for every workload of a network.
+DILATION_POLICY = "dilation per workload"
+#: v2 (2026-11-26): the GPU idles through the straggler wait in the real all-reduce, and
+#: every class of traffic costs CPU (gradients, activations, migrations, shuffles too);
+#: v1 counted the wait as busy and only feature, sampling and fill RPCs as CPU work.
+ENERGY_MODEL = "target energy v2"
 
 
 def generator_of(spec: dict) -> str:

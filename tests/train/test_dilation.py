@@ -35,17 +35,111 @@ def test_auto_dilation_is_the_probe_over_the_reference(tiny_inputs, tmp_path, ru
     out = run_on_tiny(tmp_path, tiny_inputs, make_spec(network=network, epochs=1))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reference_step_s"] == 0.0005
-    assert summary["compute_step_probe_s"] > 0
+    assert summary["reference_step_source"] == "config"
+    # no workload probe given (commgnn train alone): the run's own probe sets f
+    assert summary["time_dilation_source"] == "run probe"
+    assert summary["compute_step_probe_s"] == summary["run_compute_step_probe_s"] > 0
     assert summary["time_dilation"] == max(1.0, summary["compute_step_probe_s"] / 0.0005)
+    assert summary["time_dilation_distance"] == 0.0
+    assert summary["workload"] == ("sage-2 h16 fan-outs 5x5 batch 64 on tiny (600 nodes), "
+                                   "2 workers")
 
 
-def test_auto_needs_a_reference():
+def test_a_reference_is_derived_from_the_family_or_none(tiny_inputs, tmp_path, run_on_tiny,
+                                                         make_spec):
+    """No reference in the config: SAGE-2 of hidden 16 has measured relatives in the table,
+    so its reference is derived by the named rule; GAT-2 with 4 heads of 16 has none, so
+    the run is undilated (f = 1) and its summary says so."""
+    from dataclasses import replace
+
+    from commgnn.train.references import DERIVATION_RULE
+
+    network = {"preset": "10gbe", "time_dilation": "auto"}
+    out = run_on_tiny(tmp_path, tiny_inputs, make_spec(network=network, epochs=1))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reference_step_source"] == "derived"
+    assert summary["reference_step_rule"] == DERIVATION_RULE
+    assert summary["reference_step_device"] == "NVIDIA H100 80GB HBM3"
+    assert summary["time_dilation"] == max(1.0, summary["compute_step_probe_s"]
+                                           / summary["reference_step_s"])
+    gat = replace(make_spec(network=network, epochs=1), model="gat")
+    out = run_on_tiny(tmp_path, tiny_inputs, gat, name="gat")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reference_step_source"] == "none"
+    assert summary["reference_step_s"] is None
+    assert summary["time_dilation"] == 1.0
+    assert summary["mean_epoch_time_s"] == summary["mean_epoch_time_raw_s"]
+
+
+def test_every_run_of_a_workload_divides_by_its_probe(tiny_inputs, tmp_path, run_on_tiny,
+                                                      make_spec):
+    """One clock per workload: the probe (``commgnn dilation``) measured once, then two
+    systems on it get the same f — each still records its own probe and the distance."""
+    from commgnn.train.dilation import probe_workload
+    from commgnn.train.loop import RunPaths, run
+    from commgnn.train.workload import host_identity
+
+    network = {"preset": "10gbe", "time_dilation": "auto", "reference_step_ms": 0.25}
+    probe_file = tmp_path / "probe.json"
+    probe = probe_workload(make_spec(network=network), str(tiny_inputs[0]), str(probe_file),
+                           steps=6)
+    assert probe["host"] == host_identity()
+    assert probe["steps"] == 6 and len(probe["worker_median_s"]) == 2
+    assert probe["probe_s"] == max(probe["worker_median_s"]) > 0
+    assert probe["workload"] == ("sage-2 h16 fan-outs 5x5 batch 64 on tiny (600 nodes), "
+                                 "2 workers")
+    assert probe["reference"]["source"] == "derived"  # from the measured SAGE-2 h16s
+    factors = set()
+    for system in ("default", "oracle"):
+        spec = make_spec(system=system, network=network, epochs=1)
+        out = tmp_path / system
+        run(spec, RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]),
+                           out=str(out), checkpoints=str(tmp_path / f"{system}-ckpt"),
+                           dilation=str(probe_file)))
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["time_dilation_source"] == "workload probe"
+        assert summary["compute_step_probe_s"] == probe["probe_s"]
+        assert summary["time_dilation"] == max(1.0, probe["probe_s"] / 0.00025)
+        run_f = max(1.0, summary["run_compute_step_probe_s"] / 0.00025)
+        assert summary["time_dilation_run"] == run_f
+        assert summary["time_dilation_distance"] == pytest.approx(
+            run_f / summary["time_dilation"] - 1)
+        factors.add(summary["time_dilation"])
+    assert len(factors) == 1
+
+
+def test_a_probe_from_another_host_is_not_used(tiny_inputs, tmp_path, run_on_tiny,
+                                               make_spec):
+    from commgnn.train.loop import RunPaths, run
+
+    network = {"preset": "none", "time_dilation": "auto", "reference_step_ms": 0.25}
+    probe_file = tmp_path / "probe.json"
+    probe_file.write_text(json.dumps({"probe_s": 123.0, "host": {"cpu": "other", "cpus": 1}}))
+    out = tmp_path / "run"
+    run(make_spec(network=network, epochs=1),
+        RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]), out=str(out),
+                 checkpoints=str(tmp_path / "ckpt"), dilation=str(probe_file)))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["time_dilation_source"] == "run probe"
+    assert summary["compute_step_probe_s"] == summary["run_compute_step_probe_s"] != 123.0
+
+
+def test_a_bad_probe_file_is_refused_naming_it(tmp_path):
+    from commgnn.errors import InputError
+    from commgnn.train.loop import RunPaths, _workload_probe
+
+    bad = tmp_path / "probe.json"
+    bad.write_text("{}")
+    paths = RunPaths(dataset="d", partition="p", out="o", checkpoints="c", dilation=str(bad))
+    with pytest.raises(InputError, match=r"probe\.json: not a workload probe"):
+        _workload_probe(paths)
+
+
+def test_time_dilation_values_are_checked():
     config = {"datasets": {"t": {"source": "synthetic"}},
               "partitionings": {"m": {"method": "metis", "parts": 2}},
               "networks": {"slow": {"preset": "10gbe", "time_dilation": "auto"}}}
-    with pytest.raises(ConfigError, match=r"config\.networks\.slow: 'reference_step_ms' is "
-                                          r"a required property"):
-        validate(config)
+    validate(config)  # auto needs no reference_step_ms: the workload's own is used
     config["networks"]["slow"]["time_dilation"] = 0.5
     with pytest.raises(ConfigError, match=r"config\.networks\.slow\.time_dilation"):
         validate(config)

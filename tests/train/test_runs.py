@@ -60,8 +60,8 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     assert summary["clock"] == "raw CPU" and "network_mode" in summary
     assert summary["network_mode"] == "loopback"
     # what made it: the tiny dataset was written without a generator (no `commgnn dataset`)
-    assert summary["testbed"] == ("unrecorded; congestion v2; dilation per run; "
-                                  "target energy v1")
+    assert summary["testbed"] == ("unrecorded; congestion v2; dilation per workload; "
+                                  "target energy v2")
     assert summary["commit"] == summary["provenance"]["commit"] != ""
 
 
@@ -203,9 +203,11 @@ def test_target_energy_model_in_every_record(tiny_inputs, tmp_path, run_on_tiny,
     core_w = (110 - 30) / 16
 
     def by_hand(r):  # the model applied to a step's recorded fields, in target time
-        rpcs = r["remote_rpcs"] + r["sampling_rpcs"]
-        nbytes = r["remote_bytes"] + r["sampling_bytes"]
-        busy = max(0.0, r["compute_s"] - r["sync_s"]) / f
+        rpcs = r["remote_rpcs"] + r["sampling_rpcs"] + r["moved_messages"]
+        nbytes = r["remote_bytes"] + r["sampling_bytes"] + r["moved_bytes"]
+        busy = r["busy_s"] / f
+        assert r["busy_s"] == pytest.approx(
+            max(0.0, r["compute_s"] - r["sync_s"] - r["collective_wait_s"]), abs=1e-12)
         gpu = 50 * r["step_s"] / f + (300 - 50) * busy
         cpu = 30 * r["step_s"] / f + core_w * (rpcs * 2e-4 + nbytes / 1e9)
         return gpu, cpu
@@ -216,6 +218,11 @@ def test_target_energy_model_in_every_record(tiny_inputs, tmp_path, run_on_tiny,
     for worker in range(2):
         steps = read_steps(out, worker)
         assert any(r["sync_s"] > 0 for r in steps)  # the all-reduce is off the GPU's busy time
+        # default moves gradients only beyond its RPCs: every byte of them costs CPU
+        assert [r["moved_bytes"] for r in steps] == [r["allreduce_bytes"] for r in steps]
+        assert [r["moved_messages"] for r in steps] == [r["allreduce_messages"]
+                                                        for r in steps]
+        assert all(r["moved_bytes"] > 0 and r["collective_wait_s"] >= 0 for r in steps)
         for r in steps:
             gpu, cpu = by_hand(r)
             assert r["energy_target_gpu_j"] == pytest.approx(gpu, rel=1e-9)

@@ -6,7 +6,10 @@ from commgnn.config import listing
 from commgnn.errors import CommgnnError, HostError
 from commgnn.data.sources import needs_network
 from commgnn.systems import get_system
+from commgnn.dist.netem import dilation_of
 from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
+from commgnn.train.workload import Workload, step_workload
+from commgnn.train.workload import dataset_shape as workload_dataset_shape
 import shlex
 import sys
 from pathlib import Path
@@ -181,14 +184,56 @@ def system_inputs(spec):
             for need in get_system(spec.base_system).wants(spec.system_options)}
 
 
+# One clock per workload (commgnn.train.dilation): every run whose network dilates time
+# `auto` gets its workload's compute-step probe, measured once by the `dilation` rule.
+def _workload_key(spec):
+    return Workload(step_workload(spec, workload_dataset_shape(config["datasets"][spec.dataset])),
+                    spec.workers).key
+
+
+def _dilated_auto(spec):
+    return (dilation_of(spec.network_spec)[0] == "auto"
+            and not get_system(spec.base_system).external)
+
+
+WORKLOADS = {}  # workload key -> the first run spec of it (the probe's settings)
+RUN_WORKLOAD = {}  # run id -> its workload's probe file
+for _key, _spec in RUNS.items():
+    if _dilated_auto(_spec):
+        _wkey = _workload_key(_spec)
+        WORKLOADS.setdefault(_wkey, _spec)
+        RUN_WORKLOAD[_key] = f"{RESULTS}/dilation/{_spec.dataset}/{_wkey}.json"
+
+
+def workload_spec_arg(w):
+    return shlex.quote(WORKLOADS[w.workload].to_json())
+
+
+def dilation_resources(w):
+    """The probe asks for what its workload's train jobs ask (a task per worker)."""
+    spec = WORKLOADS[w.workload]
+    return cluster.train_resources(
+        dataset_shape(spec.dataset), spec.workers, 1, len(spec.get("fanouts")),
+        spec.get("device"), CLUSTER)
+
+
 def train_inputs(w):
-    """Named inputs of a train job: dataset, partition and the system's needs."""
-    spec = RUNS[run_id(w)]
+    """Named inputs of a train job: dataset, partition, the workload's probe (time
+    dilation auto) and the system's needs."""
+    key = run_id(w)
+    spec = RUNS[key]
+    probe = {"dilation": RUN_WORKLOAD[key]} if key in RUN_WORKLOAD else {}
     return {
         "dataset": f"{RESULTS}/datasets/{w.dataset}",
         "partition": f"{RESULTS}/partitions/{w.dataset}/{w.partitioning}",
+        **probe,
         **system_inputs(spec),
     }
+
+
+def dilation_arg(w, input):
+    """`--dilation PATH` for a run whose network dilates time `auto`."""
+    return f"--dilation {shlex.quote(str(input['dilation']))}" if "dilation" in input.keys() else ""
 
 
 def input_args(w, input):
@@ -359,11 +404,19 @@ def control_resources(w, step):
         len(spec.get("fanouts")), spec.get("device"), CLUSTER)
 
 
+# The calibration's runs divide by their workload's probe too (one clock per workload).
+for _template in CONTROL_TEMPLATES.values():
+    if _dilated_auto(_template):
+        WORKLOADS.setdefault(_workload_key(_template), _template)
+
+
 def control_inputs(w):
     spec = control_template(w)
+    probe = ({"dilation": f"{RESULTS}/dilation/{spec.dataset}/{_workload_key(spec)}.json"}
+             if _dilated_auto(spec) else {})
     return {"dataset": f"{RESULTS}/datasets/{spec.dataset}",
             "partition": f"{RESULTS}/partitions/{spec.dataset}/{spec.partitioning}",
-            "presample": PIPELINE_INPUT_PATHS["presample"](spec)}
+            "presample": PIPELINE_INPUT_PATHS["presample"](spec), **probe}
 
 
 def control_targets():

@@ -11,6 +11,7 @@ rule calibrate:
     params:
         spec=lambda w: shlex.quote(control_template(w).to_json()),
         settings=shlex.quote(json.dumps(CONTROL.get("calibration", {}), sort_keys=True)),
+        dilation=dilation_arg,
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/calibrate.log",
@@ -27,7 +28,7 @@ rule calibrate:
     shell:
         "{params.cmd} calibrate --spec {params.spec} --settings {params.settings} "
         "--dataset {input.dataset} --partition {input.partition} "
-        "--presample {input.presample} --out {output} > {log} 2>&1"
+        "--presample {input.presample} {params.dilation} --out {output} > {log} 2>&1"
 
 
 rule validate_simulator:
@@ -39,6 +40,7 @@ rule validate_simulator:
     params:
         spec=lambda w: shlex.quote(control_template(w).to_json()),
         settings=shlex.quote(json.dumps(CONTROL.get("validation", {}), sort_keys=True)),
+        dilation=dilation_arg,
         cmd=COMMGNN,
     log:
         f"{RESULTS}/logs/control/{{dataset}}/{{partitioning}}/{{model}}_b{{batch}}_{{network}}/validate.log",
@@ -55,7 +57,7 @@ rule validate_simulator:
     shell:
         "{params.cmd} validate-simulator --spec {params.spec} --settings {params.settings} "
         "--dataset {input.dataset} --partition {input.partition} "
-        "--presample {input.presample} --calibration {input.calibration} "
+        "--presample {input.presample} --calibration {input.calibration} {params.dilation} "
         "--out {output} > {log} 2>&1"
 
 

@@ -20,6 +20,7 @@ rule train:
         spec=lambda w: run_spec_arg(w),
         checkpoints=lambda w: f"{RESULTS}/checkpoints/{run_id(w)}",
         inputs=input_args,
+        dilation=dilation_arg,
         launch=train_launch,
         cmd=COMMGNN,
     log:
@@ -46,7 +47,37 @@ rule train:
     shell:
         "{params.launch} {params.cmd} train --spec {params.spec} --dataset {input.dataset} "
         "--partition {input.partition} --out {output} --checkpoints {params.checkpoints} "
-        "{params.inputs} > {log} 2>&1"
+        "{params.inputs} {params.dilation} > {log} 2>&1"
+
+
+# The compute-only step of one workload (dataset, model, fan-outs, batch, workers) on its
+# workers at once: every run of the workload divides by it (time dilation auto).
+rule dilation:
+    input:
+        dataset=f"{RESULTS}/datasets/{{dataset}}",
+    output:
+        f"{RESULTS}/dilation/{{dataset}}/{{workload}}.json",
+    params:
+        spec=workload_spec_arg,
+        launch=lambda w, resources: cluster.srun_prefix(dict(resources.items())),
+        cmd=COMMGNN,
+    log:
+        f"{RESULTS}/logs/dilation/{{dataset}}/{{workload}}.log",
+    threads: lambda w: whole_machine(dilation_resources(w)["cpus_per_task"])
+    resources:
+        tasks=lambda w: dilation_resources(w)["tasks"],
+        cpus_per_task=lambda w: dilation_resources(w)["cpus_per_task"],
+        mem_mb=lambda w: dilation_resources(w)["mem_mb"],
+        runtime=lambda w: dilation_resources(w)["runtime"],
+        nodes=lambda w: dilation_resources(w).get("nodes", 1),
+        gpu=lambda w: dilation_resources(w).get("gpu", 0),
+        tasks_per_gpu=lambda w: dilation_resources(w).get("tasks_per_gpu", 0),
+        mpi=lambda w: dilation_resources(w).get("mpi"),
+    conda:
+        ENV
+    shell:
+        "{params.launch} {params.cmd} dilation --spec {params.spec} --dataset {input.dataset} "
+        "--out {output} > {log} 2>&1"
 
 
 rule runs_table:

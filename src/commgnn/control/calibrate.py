@@ -120,7 +120,8 @@ def _train(spec: RunSpec, paths: dict[str, str], out: Path) -> Path:
     if not (out / "summary.json").exists():
         run(spec, RunPaths(dataset=paths["dataset"], partition=paths["partition"],
                            out=str(out), checkpoints=str(out.with_name(out.name + ".ckpt")),
-                           inputs={"presample": paths["presample"]}))
+                           inputs={"presample": paths["presample"]},
+                           dilation=paths.get("dilation")))
     return out
 
 

@@ -108,6 +108,7 @@ __all__ = [
     "SAMPLING",
     "SHUFFLE",
     "TCP_WINDOW_BYTES",
+    "CollectiveWait",
     "LinkModel",
     "LinkStats",
     "NetworkEmulator",
@@ -219,6 +220,11 @@ class LinkStats:
         self.charged_s += other.charged_s
         self.waited_s += other.waited_s
 
+    def __sub__(self, other: LinkStats) -> LinkStats:
+        """What was counted between two readings (``later - earlier``)."""
+        return LinkStats(self.bytes - other.bytes, self.messages - other.messages,
+                         self.charged_s - other.charged_s, self.waited_s - other.waited_s)
+
 
 def _wait_until(deadline: float, spin_s: float) -> None:
     """Sleep until ``deadline - spin_s`` (``time.monotonic``), then spin to the deadline."""
@@ -310,6 +316,7 @@ class NetworkEmulator:
             raise ValueError(f"tcp_window_bytes must be > 0, got {tcp_window_bytes}")
         self._clock = clock
         self._t0 = clock()
+        self.collectives = CollectiveWait()
         self._epoch = 0
         self._lock = threading.Lock()
         self._stats: dict[tuple[int, int, str], LinkStats] = {}
@@ -699,15 +706,52 @@ def network_from_spec(
     )
 
 
-def dilation_of(spec: str | Mapping[str, Any] | None) -> tuple[str, float]:
-    """``("fixed", f)`` or ``("auto", reference step seconds)`` from a network spec."""
+def dilation_of(spec: str | Mapping[str, Any] | None) -> tuple[str, float | None]:
+    """``("fixed", f)`` or ``("auto", the config's reference step in seconds or None)``
+    from a network spec (``auto`` without ``reference_step_ms`` takes the workload's from
+    :mod:`commgnn.train.references`)."""
     if not isinstance(spec, Mapping) or spec.get("time_dilation", 1) != "auto":
         factor = spec.get("time_dilation", 1) if isinstance(spec, Mapping) else 1
         return "fixed", float(factor)
-    if "reference_step_ms" not in spec:
-        raise ValueError("time_dilation 'auto' needs reference_step_ms (the accelerator's "
-                         "compute-only step for this workload; see benchmarks/README.md)")
-    return "auto", float(spec["reference_step_ms"]) / 1e3
+    ms = spec.get("reference_step_ms")
+    return "auto", None if ms is None else float(ms) / 1e3
+
+
+class CollectiveWait:
+    """How long this worker sat in real collectives waiting for its peers.
+
+    A gradient all-reduce issued asynchronously (the DDP hook) overlaps the rest of the
+    backward pass; the worker idles only from when its last bucket is issued (its backward
+    is done) until the last result arrives — the straggler wait, plus the real transfer on
+    this host (the emulated one is charged before the issue, as ``sync_s``). :meth:`take`
+    returns ``max(done) − max(issued)`` over the collectives since the last call (0 if
+    none), which the training loop calls after every step. Not seen: waits in collectives
+    outside the hook — DDP's one-off bucket rebuild in its second forward pass, a system's
+    own ``all_reduce`` calls; on CUDA the completion is when NCCL's work is done on the
+    stream, so the figure is the same wait seen from the host."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._issued: float | None = None
+        self._done: float | None = None
+
+    def issued(self) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            self._issued = now if self._issued is None else max(self._issued, now)
+
+    def done(self) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            self._done = now if self._done is None else max(self._done, now)
+
+    def take(self) -> float:
+        with self._lock:
+            issued, done = self._issued, self._done
+            self._issued = self._done = None
+        if issued is None or done is None:
+            return 0.0
+        return max(0.0, done - issued)
 
 
 def allreduce_hook(
@@ -754,7 +798,13 @@ def allreduce_hook(
         if group is None:
             group = state if isinstance(state, dist.ProcessGroup) else dist.group.WORLD
         tensor.div_(size)
+        emulator.collectives.issued()
         fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
-        return fut.then(lambda f: f.value()[0])
+
+        def finished(f):  # type: ignore[no-untyped-def]
+            emulator.collectives.done()
+            return f.value()[0]
+
+        return fut.then(finished)
 
     return hook

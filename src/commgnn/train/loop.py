@@ -52,6 +52,9 @@ from commgnn.dist.launcher import (
 )
 from commgnn.dist.netem import (
     ALLREDUCE,
+    FETCH,
+    SAMPLING,
+    LinkStats,
     dilation_of,
     network_from_spec,
 )
@@ -70,7 +73,7 @@ from commgnn.testbed import run_provenance
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.clocks import network_mode
 from commgnn.train.context import WorkerContext
-from commgnn.train.dilation import measure_dilation
+from commgnn.train.dilation import resolve_dilation
 from commgnn.train.evaluate import evaluate
 from commgnn.train.metrics import JsonlWriter, StepRecord
 from commgnn.train.spec import RunSpec
@@ -91,7 +94,8 @@ log = logging.getLogger("commgnn.train")
 STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "step_s", "remote_rpcs",
                "remote_rows", "remote_bytes", "cache_hits", "cache_misses", "local_rows",
                "sampling_rpcs", "sampling_rows", "sampling_bytes", "allreduce_bytes",
-               "allreduce_messages", "energy_target_j", "energy_target_gpu_j",
+               "allreduce_messages", "collective_wait_s", "busy_s", "moved_messages",
+               "moved_bytes", "energy_target_j", "energy_target_gpu_j",
                "energy_target_cpu_j")
 
 
@@ -102,6 +106,7 @@ class RunPaths:
     out: str  # final run directory (exists only once complete)
     checkpoints: str
     inputs: dict[str, str] = field(default_factory=dict)  # pipeline inputs (System.needs)
+    dilation: str | None = None  # the workload's probe (the pipeline's dilation step)
 
     @property
     def staging(self) -> Path:
@@ -348,8 +353,10 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
     # Every system reports target times, also one whose network is free (oracle: the
     # compute-only limit in the same units), so the factor comes from the run's spec.
     mode, value = dilation_of(spec.network_spec)
-    run_info = measure_dilation(ctx, model, value) if mode == "auto" else \
-        {"time_dilation": value}
+    run_info = (resolve_dilation(ctx, model, paths.dataset, None if value is None
+                                 else value * 1e3, _workload_probe(paths))
+                if mode == "auto" else {"time_dilation": value,
+                                        "time_dilation_source": "fixed"})
     emulator.set_time_dilation(run_info["time_dilation"])
     setups = [None] * world
     dist.all_gather_object(setups, (setup_s, socket.gethostname()))
@@ -382,6 +389,7 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
         energy0 = meter.read_joules()
         parts0 = meter.read_parts()
         network0 = {c: emulator.totals(c) for c in NETWORK_CLASSES}
+        moved_epoch0 = moved_traffic(emulator)
         system.start_epoch(epoch)
         record = _run_epoch(system, epoch, rank, steps_out, emulator, meter, power)
         record.update(system.end_epoch(epoch))  # e.g. waits for background cache builds
@@ -391,6 +399,9 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
         record["energy_j"] = meter.read_joules() - energy0
         for part, joules in meter.read_parts().items():  # the meter's parts: cpu, gpu
             record[f"energy_{part}_j"] = joules - parts0.get(part, 0.0)
+        moved_epoch = moved_traffic(emulator) - moved_epoch0  # every thread, in steps or not
+        record["moved_messages_epoch"] = moved_epoch.messages
+        record["moved_bytes_epoch"] = moved_epoch.bytes
         record.update(_epoch_target_energy(record, power))
         for c in NETWORK_CLASSES:  # modelled seconds and bytes on the links, every thread
             now = emulator.totals(c)
@@ -462,6 +473,22 @@ def _fresh_model(spec: RunSpec, dataset, device: torch.device):
     return model, optimizer
 
 
+def _workload_probe(paths: RunPaths) -> dict | None:
+    """The workload's probe (``commgnn dilation``'s JSON) the run was given, if any."""
+    if paths.dilation is None:
+        return None
+    path = Path(paths.dilation)
+    try:
+        probe = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a workload probe ({exc}); rerun snakemake "
+                         "(rule dilation)") from exc
+    if not isinstance(probe, dict) or "probe_s" not in probe or "host" not in probe:
+        raise InputError(f"{path}: not a workload probe (no probe_s/host); rerun "
+                         "snakemake (rule dilation)")
+    return probe
+
+
 def _epoch_rows(staging: Path) -> list[dict]:
     """The epoch rows in the staging directory's ``epochs.jsonl`` (none if absent); an
     InputError naming the file and line if one is not a JSON object."""
@@ -486,14 +513,29 @@ def _epoch_rows(staging: Path) -> list[dict]:
 
 def _epoch_target_energy(record: dict, power: TargetPowerModel) -> dict:
     """A worker's epoch under the target-machine model: its steps, plus idle power for the
-    epoch's time outside them, plus the CPU cost of the traffic the system sent outside
-    them (``extra_remote_*``, e.g. cache fills). Target time: raw seconds / f."""
+    epoch's time outside them, plus the CPU cost of the traffic outside them: the
+    system's feature and sampling RPCs there (``extra_remote_*``, e.g. cache fills) and
+    every other class's messages and bytes the steps did not count (``moved_*_epoch``
+    less the steps' ``moved_*``). Target time: raw seconds / f."""
     f = record["time_dilation"]
     steps = TargetEnergy(gpu=record["energy_target_gpu_j"], cpu=record["energy_target_cpu_j"])
+    moved_messages = max(0, record.get("moved_messages_epoch", 0) - record["moved_messages"])
+    moved_bytes = max(0, record.get("moved_bytes_epoch", 0) - record["moved_bytes"])
     outside = power.energy(max(0.0, record["time_s"] - record["step_s"]) / f, 0.0,
-                           record.get("extra_remote_rpcs", 0),
-                           record.get("extra_remote_bytes", 0))
+                           record.get("extra_remote_rpcs", 0) + moved_messages,
+                           record.get("extra_remote_bytes", 0) + moved_bytes)
     return (steps + outside).as_dict()
+
+
+def moved_traffic(emulator) -> LinkStats:
+    """Messages and bytes this worker's emulator has carried in every class but feature
+    fetches and sampling (those are counted as RPCs by the batches and the systems)."""
+    moved = emulator.totals()
+    for counted in (FETCH, SAMPLING):
+        other = emulator.totals(counted)
+        moved = LinkStats(bytes=moved.bytes - other.bytes,
+                          messages=moved.messages - other.messages)
+    return moved
 
 
 def _recorded(staging: Path, epochs: int) -> bool:
@@ -520,17 +562,24 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
             break
         t1 = time.perf_counter()
         sync0 = emulator.totals(ALLREDUCE)
+        moved0 = moved_traffic(emulator)
+        emulator.collectives.take()  # the step's collectives only
         out = system.train_step(prepared)
         if device.type == "cuda":  # the step's kernels are done: its compute time is whole
             torch.cuda.synchronize(device)
         t2 = time.perf_counter()
         sync = emulator.totals(ALLREDUCE)
+        wait_s = emulator.collectives.take()
+        moved = moved_traffic(emulator) - moved0
         counts, sampling = prepared.counts, prepared.sampling
         compute_s, sync_s, step_s = t2 - t1, sync.charged_s - sync0.charged_s, t2 - t0
-        f = emulator.time_dilation  # target time = raw / f; the GPU idles while synced
-        target = power.energy(step_s / f, max(0.0, compute_s - sync_s) / f,
-                              counts.remote_rpcs + sampling.remote_rpcs,
-                              counts.remote_bytes + sampling.remote_bytes)
+        # Busy: the step's compute less the emulated sync and the wait for peers in the
+        # real collective; the GPU idles through both (and through fetch stalls).
+        busy_s = max(0.0, compute_s - sync_s - wait_s)
+        f = emulator.time_dilation  # target time = raw / f
+        target = power.energy(step_s / f, busy_s / f,
+                              counts.remote_rpcs + sampling.remote_rpcs + moved.messages,
+                              counts.remote_bytes + sampling.remote_bytes + moved.bytes)
         step = StepRecord(
             epoch=epoch, step=prepared.step, worker=rank, sample_s=prepared.sample_s,
             fetch_wait_s=prepared.fetch_wait_s, compute_s=compute_s, sync_s=sync_s,
@@ -542,7 +591,9 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
             sampling_bytes=sampling.remote_bytes,
             allreduce_bytes=sync.bytes - sync0.bytes,
             allreduce_messages=sync.messages - sync0.messages,
-            loss=out.loss, acc=out.correct / max(1, out.seen), batch_size=out.seen,
+            collective_wait_s=wait_s, busy_s=busy_s, moved_messages=moved.messages,
+            moved_bytes=moved.bytes, loss=out.loss, acc=out.correct / max(1, out.seen),
+            batch_size=out.seen,
             energy_j=meter.read_joules() - energy0, energy_meter=meter.name,
             energy_target_j=target.total, energy_target_gpu_j=target.gpu,
             energy_target_cpu_j=target.cpu,

@@ -38,14 +38,24 @@ class StepRecord:
     sampling_bytes: int
     allreduce_bytes: int
     allreduce_messages: int
+    #: Raw seconds this worker idled in real collectives for its peers (the straggler
+    #: wait; :class:`commgnn.dist.netem.CollectiveWait`), and what is left of ``compute_s``
+    #: once the emulated sync and that wait are taken out: the device computing.
+    collective_wait_s: float
+    busy_s: float
+    #: Messages and bytes this worker moved in the step beyond feature and sampling RPCs:
+    #: gradients, activations, migrations, shuffles … (every class but fetch and sampling).
+    moved_messages: int
+    moved_bytes: int
     loss: float
     acc: float
     batch_size: int
     energy_j: float
     energy_meter: str
     #: The target-machine energy model (:mod:`commgnn.energy.target`) over this step's
-    #: target time: ``step_s / f``, the GPU busy for ``max(0, compute_s - sync_s) / f``,
-    #: ``remote_rpcs + sampling_rpcs`` RPCs carrying ``remote_bytes + sampling_bytes``.
+    #: target time: ``step_s / f``, the GPU busy for ``busy_s / f``, ``remote_rpcs +
+    #: sampling_rpcs + moved_messages`` initiations carrying ``remote_bytes +
+    #: sampling_bytes + moved_bytes``.
     energy_target_j: float
     energy_target_gpu_j: float
     energy_target_cpu_j: float

@@ -55,6 +55,11 @@ SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_mis
           "network_graph_s", "network_activation_s", "network_activation_grad_s",
           *(f"network_{c}_bytes" for c in NETWORK_CLASSES), "energy_target_j",
           "energy_target_gpu_j", "energy_target_cpu_j")
+#: Each step's time split (raw seconds, summed over workers; trainers outside the loop have
+#: none): the device computing, and idling in real collectives for its peers; and what
+#: every class but fetch and sampling moved, in steps and over the epoch (every thread).
+SPLIT = ("busy_s", "collective_wait_s", "moved_messages", "moved_bytes",
+         "moved_messages_epoch", "moved_bytes_epoch")
 #: Cumulative values every epoch row carries: key → the per-epoch value it accumulates.
 CUMULATIVE = {"energy_cum_j": "energy_j", "energy_target_cum_j": "energy_target_j"}
 #: Traffic a system sends outside its steps (e.g. cache fills): summed over workers and
@@ -168,7 +173,7 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
     }
     for key in SUMMED:
         row[key] = sum(w[key] for w in workers)
-    for key in OUTSIDE_STEPS:
+    for key in (*OUTSIDE_STEPS, *SPLIT):
         row[key] = sum(w.get(key, 0) for w in workers)
     for part in ("cpu", "gpu"):  # the meter's parts (a CPU-only host has no GPU part)
         if all(f"energy_{part}_j" in w for w in workers):
@@ -281,6 +286,11 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "traffic_mb_per_step": sum(e.get(f"network_{c}_bytes", 0) for e in epochs
                                    for c in NETWORK_CLASSES) / worker_steps / 1e6,
         "fetch_wait_s_per_step": sum(e["fetch_wait_s"] for e in epochs) / worker_steps / f,
+        # target seconds per worker step: the device computing; idling for peers in the
+        # real all-reduce (target energy prices both, commgnn.energy.target)
+        "busy_s_per_step": sum(e.get("busy_s", 0.0) for e in epochs) / worker_steps / f,
+        "collective_wait_s_per_step": sum(e.get("collective_wait_s", 0.0) for e in epochs)
+        / worker_steps / f,
         "hit_rate": hits / (hits + misses) if hits + misses else math.nan,
         "remote_rpcs_per_epoch": per_epoch["remote_rpcs"],
         "remote_rows_per_epoch": per_epoch["remote_rows"],

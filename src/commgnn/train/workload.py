@@ -40,7 +40,12 @@ def dataset_shape(source: dict) -> dict:
 def dataset_shape_of(dataset_dir: str | Path) -> dict:
     """:func:`dataset_shape` of a built dataset, from the config its ``meta.json`` records."""
     meta = json.loads((Path(dataset_dir) / "meta.json").read_text())
-    return dataset_shape(meta.get("source") or {"source": "unknown", "name": meta["name"]})
+    if meta.get("source"):
+        return dataset_shape(meta["source"])
+    stats = meta.get("stats", {})  # written without its config (a library call): its sizes
+    return {"source": "unrecorded", "name": meta["name"], "nodes": stats.get("num_nodes"),
+            "edges": stats.get("num_edges"), "feature_dim": stats.get("feature_dim"),
+            "classes": stats.get("num_classes")}
 
 
 def _key(data: dict) -> str:

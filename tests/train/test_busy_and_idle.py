@@ -1,0 +1,65 @@
+"""Busy and idle per device, in the loop: the straggler wait inside the all-reduce is idle
+(measured: tests/dist/test_netem.py's two-process DDP test; priced: tests/train/
+test_runs.py's energy test), and every class of traffic a worker moves costs CPU (target
+energy model v2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commgnn.dist.netem import CollectiveWait
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_collective_wait_is_last_done_after_last_issued():
+    wait = CollectiveWait()
+    assert wait.take() == 0.0  # nothing issued
+    wait.issued()
+    wait.done()
+    first = wait.take()
+    assert first >= 0.0
+    assert wait.take() == 0.0  # taken: reset
+
+
+def _epoch_rows(out):
+    return [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+
+
+def test_every_class_of_traffic_costs_cpu(tiny_inputs, tmp_path, run_on_tiny, make_spec,
+                                          read_steps):
+    """HopGNN moves models (migration) besides gradients: each byte and message of every
+    class is priced at the model's per-message and per-byte CPU cost, in the steps or,
+    for what moved outside them, in the epoch."""
+    model = {"gpu_idle_w": 50, "gpu_busy_w": 300, "cpu_idle_w": 30, "cpu_max_w": 110,
+             "cpu_cores": 16, "rpc_cpu_s": 2e-4, "copy_bytes_per_s": 1e9}
+    network = {"preset": "1gbe", "time_dilation": 4}
+    out = run_on_tiny(tmp_path, tiny_inputs,
+                      make_spec("hopgnn", network=network, epochs=1, energy_model=model))
+    core_w = (110 - 30) / 16
+    (epoch,) = _epoch_rows(out)
+    assert epoch["network_migration_bytes"] > 0
+    for worker in range(2):
+        steps = read_steps(out, worker)
+        rec = epoch["workers"][worker]
+        classes = ("fetch", "sampling", "allreduce", "shuffle", "migration", "graph",
+                   "activation", "activation_grad")
+        moved_classes = sum(rec[f"network_{c}_bytes"] for c in classes
+                            if c not in ("fetch", "sampling"))
+        assert rec["moved_bytes_epoch"] == moved_classes  # every class but RPC-counted ones
+        assert sum(r["moved_bytes"] for r in steps) <= rec["moved_bytes_epoch"]
+        assert any(r["moved_bytes"] > r["allreduce_bytes"] for r in steps)  # migrations
+        for r in steps:
+            rpcs = r["remote_rpcs"] + r["sampling_rpcs"] + r["moved_messages"]
+            nbytes = r["remote_bytes"] + r["sampling_bytes"] + r["moved_bytes"]
+            cpu = 30 * r["step_s"] / 4 + core_w * (rpcs * 2e-4 + nbytes / 1e9)
+            assert r["energy_target_cpu_j"] == pytest.approx(cpu, rel=1e-9)
+        outside_msgs = rec["moved_messages_epoch"] - rec["moved_messages"]
+        outside_bytes = rec["moved_bytes_epoch"] - rec["moved_bytes"]
+        outside_cpu = (30 * (rec["time_s"] - rec["step_s"]) / 4
+                       + core_w * ((rec.get("extra_remote_rpcs", 0) + outside_msgs) * 2e-4
+                                   + (rec.get("extra_remote_bytes", 0) + outside_bytes) / 1e9))
+        assert rec["energy_target_cpu_j"] == pytest.approx(
+            sum(r["energy_target_cpu_j"] for r in steps) + outside_cpu, rel=1e-9)
