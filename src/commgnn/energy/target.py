@@ -20,14 +20,11 @@ RPCs carrying ``B`` payload bytes::
 - ``gpu_idle_w · T``: the GPU's idle floor, drawn the whole interval — stalls (waiting for
   remote features, the all-reduce, cache fills, everything outside compute) cost this.
 - ``(gpu_busy_w − gpu_idle_w) · T_busy``: the extra draw while it computes. The training
-  loop takes ``T_busy = max(0, compute_s − sync_s) / f``: the step's forward/backward/
-  optimiser time minus the time it waited for the all-reduce on the emulated links.
-  **Known over-count:** the real collective also blocks a worker until the slowest one
-  arrives (e.g. the one fetching from a congested machine), and that wait is counted
-  busy here although the GPU idles. It is largest for pipelined systems whose trainers
-  reach the all-reduce early; ``benchmarks/collect_greendygnn.py``
-  (``straggler_excess_j``) removes it after the fact from the step records (busy = the
-  smallest compute-minus-sync over the step's workers).
+  loop takes ``T_busy = busy_s / f``: the step's forward/backward/optimiser time less the
+  time it waited for the all-reduce on the emulated links (``sync_s``) and less the time
+  it sat in the real collective waiting for a slower peer (``collective_wait_s``,
+  :class:`commgnn.dist.netem.CollectiveWait`), e.g. for the one fetching from a congested
+  machine: the GPU idles through both.
 - ``cpu_idle_w · T``: the CPU package's idle floor.
 - The last term: the linear utilisation–power model's active part (as in
   :mod:`~commgnn.energy.modelled`), ``(P_max − P_idle)`` spread over ``cpu_cores`` cores,
@@ -35,9 +32,12 @@ RPCs carrying ``B`` payload bytes::
   §II-A's initiation cost: interrupts, kernel crossings, socket buffers, TCP/IP; both ends
   of the request together, charged to the initiator, so sums over workers count each RPC
   once) plus its payload copied and (de)serialised at ``copy_bytes_per_s`` per core.
-  Not modelled: the CPU work of the training itself (sampling, the Python loop) and the
-  all-reduce's traffic, the same per step for every system that trains the same batches
-  with the same model.
+  The traffic is every class the worker moves: feature and sampling RPCs (``R``, ``B`` from
+  the batches and the systems' fills) and every other class its emulator carries —
+  gradients, activations, computation graphs, migrations, shuffles — a message priced as
+  an RPC's initiation and its bytes at the copy rate. Not modelled: the CPU work of the
+  training itself (sampling, the Python loop), the same per step for every system that
+  trains the same batches with the same model.
 
 All constants are per emulated machine, overridable by the training config key
 ``energy_model`` (:meth:`TargetPowerModel.from_config`).

@@ -42,8 +42,12 @@ def _dilation(spec: RunSpec) -> str:
     preset = net.get("preset", spec.network)
     f = net.get("time_dilation", 1)
     if f == "auto":
-        text = (f"{preset}, time dilation measured per run against a "
-                f"{net.get('reference_step_ms')} ms reference step; times are raw ÷ f")
+        reference = (f"a {net['reference_step_ms']} ms reference step"
+                     if net.get("reference_step_ms") is not None else
+                     "each workload's H100 reference step (measured, or derived by a "
+                     "FLOPs rule; none: undilated)")
+        text = (f"{preset}, time dilation measured once per workload against "
+                f"{reference}; times are raw ÷ f")
     elif float(f) == 1:
         text = f"{preset}, no time dilation: raw times"
     else:

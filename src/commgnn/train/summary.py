@@ -70,14 +70,23 @@ OUTSIDE_STEPS = ("extra_remote_rpcs", "extra_remote_rows", "extra_remote_bytes")
 #: NaN where a trainer does not measure them).
 MEMORY = ("peak_rss_bytes", "batch_feature_bytes_max")
 TIMES = ("sample_s", "fetch_wait_s", "compute_s", "sync_emulated_s")
+#: What a run records of its time dilation (train/dilation.py; null where none was probed).
+DILATION_KEYS = ("time_dilation_source", "workload", "workload_key", "compute_step_probe_s",
+                 "run_compute_step_probe_s", "time_dilation_run", "time_dilation_distance",
+                 "reference_step_s", "reference_step_source", "reference_step_rule",
+                 "reference_step_device")
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
     "system", "base_system", "dataset", "partitioning", "model", "layers", "batch_size",
     "network", "congestion", "congestion_reach",
-    "seed", "workers", "epochs", "time_dilation", "mean_epoch_time_s",
+    "seed", "workers", "epochs", "time_dilation", "time_dilation_source", "workload",
+    "workload_key", "compute_step_probe_s", "run_compute_step_probe_s", "time_dilation_run",
+    "time_dilation_distance", "reference_step_s", "reference_step_source",
+    "reference_step_rule", "mean_epoch_time_s",
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
     "network_s_per_step", "network_all_s_per_step", "traffic_mb_per_step",
-    "fetch_wait_s_per_step", "hit_rate", "remote_rpcs_per_epoch",
+    "fetch_wait_s_per_step", "busy_s_per_step", "collective_wait_s_per_step", "hit_rate",
+    "remote_rpcs_per_epoch",
     "remote_rows_per_epoch", "remote_bytes_per_epoch", "step_remote_rows_per_epoch",
     "step_remote_bytes_per_epoch", "local_rows_per_epoch",
     "extra_remote_rpcs_per_epoch", "extra_remote_rows_per_epoch",
@@ -325,6 +334,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "epoch_times_s": [e["time_s"] / f for e in epochs],
         "epoch_times_raw_s": [e["time_s"] for e in epochs],
         **dict.fromkeys(walltime.KEYS, math.nan),  # a trainer that does not break it down
+        **dict.fromkeys(DILATION_KEYS),  # where no probe ran (fixed f, external trainers)
         **{k: v for k, v in run_info.items()
            if k not in ("time_dilation", "setup_s", "device_plan", "provenance")},
         "provenance": provenance,  # what made it (commgnn.testbed)
