@@ -88,7 +88,8 @@ def clock_md(runs: pd.DataFrame) -> list[str]:
         return ["(runs from before one clock per workload: no workload probe recorded)"]
     lines = ["| workload | runs | f | reference ms (source) | run probe vs workload's "
              "(min, max) |", "|---|---|---|---|---|"]
-    for workload, rows in runs.groupby("workload", dropna=False):
+    for workload, rows in runs[runs["time_dilation_source"] != "fixed"].groupby(
+            "workload", dropna=False):
         f = ", ".join(f"{v:.1f}" for v in sorted(rows["time_dilation"].unique()))
         ref = ", ".join(f"{r * 1e3:.3f} ({s})" for r, s in sorted(set(zip(
             rows["reference_step_s"], rows["reference_step_source"], strict=True))))

@@ -57,15 +57,18 @@ def straggler_excess_j(run_dir: Path, workers: int) -> dict[int, float]:
     step the workers compute equal batches, so the busy time is taken as the smallest
     compute-minus-sync over the workers of that step; the excess of each worker's over it
     is charged (busy − idle) W too much. Records of target energy v2 on price the wait
-    idle themselves (every step's ``collective_wait_s``): nothing to remove there."""
+    idle themselves (every step's ``collective_wait_s``), except under NCCL (one GPU per
+    worker, ``device_mode: exclusive``), whose wait the loop cannot see."""
     summary = json.loads((run_dir / "summary.json").read_text())
-    if summary.get("provenance", {}).get("energy", "target energy v1") != "target energy v1":
+    energy = summary.get("provenance", {}).get("energy", "target energy v1")
+    if energy != "target energy v1" and summary.get("device_mode") != "exclusive":
         return defaultdict(float)
     model = summary["energy_target_model"]
     extra_w = model["gpu_busy_w"] - model["gpu_idle_w"]
     steps = pd.concat([pd.read_json(run_dir / f"steps_w{w}.jsonl", lines=True)
                        for w in range(workers)], ignore_index=True)
-    busy = (steps["compute_s"] - steps["sync_s"]).clip(lower=0)
+    busy = (steps["busy_s"] if "busy_s" in steps else
+            (steps["compute_s"] - steps["sync_s"]).clip(lower=0))
     least = busy.groupby([steps["epoch"], steps["step"]]).transform("min")
     f = summary["time_dilation"]
     excess = extra_w * (busy - least) / f

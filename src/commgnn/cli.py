@@ -173,7 +173,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
                      out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs,
                      dilation=None if args.dilation is None else str(args.dilation))
-    _probe_arg(args.dilation)  # a bad probe fails here, before any worker starts
+    _probe_arg(args.dilation, spec, args.dataset)  # a bad probe fails before any worker
     summary = run(spec, paths, process_started=process_start())
     acc = summary.get("test_acc")
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %s", spec.run_id,
@@ -205,14 +205,15 @@ def _run_template(text: str):
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
 
 
-def _probe_arg(path: Path | None) -> str | None:
-    """``--dilation``: the workload's probe, checked before any work (None: none given)."""
+def _probe_arg(path: Path | None, spec, dataset: Path) -> str | None:
+    """``--dilation``: the workload's probe, checked against the run's workload before
+    any work (None: none given)."""
     if path is None:
         return None
     from commgnn.train.loop import RunPaths, _workload_probe
 
-    _workload_probe(RunPaths(dataset="", partition="", out="", checkpoints="",
-                             dilation=str(path)))
+    _workload_probe(RunPaths(dataset=str(dataset), partition="", out="", checkpoints="",
+                             dilation=str(path)), spec)
     return str(path)
 
 
@@ -223,7 +224,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     template = _run_template(args.spec)
     settings = _spec(args.settings, "control_calibration", "control.calibration")
     paths = {"dataset": str(args.dataset), "partition": str(args.partition),
-             "presample": str(args.presample), "dilation": _probe_arg(args.dilation)}
+             "presample": str(args.presample),
+             "dilation": _probe_arg(args.dilation, template, args.dataset)}
     with atomic_directory(args.out) as tmp:
         result = calibrate(template, paths, tmp, settings)
     fit = result["rpc"]["fit"]
@@ -240,7 +242,8 @@ def cmd_validate_simulator(args: argparse.Namespace) -> None:
     settings = _spec(args.settings, "control_validation", "control.validation")
     calibration = read_calibration(args.calibration / "calibration.json")
     paths = {"dataset": str(args.dataset), "partition": str(args.partition),
-             "presample": str(args.presample), "dilation": _probe_arg(args.dilation)}
+             "presample": str(args.presample),
+             "dilation": _probe_arg(args.dilation, template, args.dataset)}
     with atomic_directory(args.out) as tmp:
         result = validate(template, paths, calibration, tmp, settings)
     log.info("simulator error: mean %.1f%%, max %.1f%%", 100 * result["mean_error"],

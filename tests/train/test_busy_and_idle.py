@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from commgnn.dist.netem import CollectiveWait
+from commgnn.dist.netem import MIGRATION, SHUFFLE, CollectiveWait, LinkModel, NetworkEmulator
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -17,11 +17,34 @@ pytestmark = pytest.mark.timeout(300)
 def test_collective_wait_is_last_done_after_last_issued():
     wait = CollectiveWait()
     assert wait.take() == 0.0  # nothing issued
-    wait.issued()
-    wait.done()
-    first = wait.take()
-    assert first >= 0.0
+    # three buckets: issued during the backward at 1, 2 and 5; done at 3, 4 and 9: the
+    # worker idles from its last issue (5, its backward done) to the last result (9)
+    for at in (1.0, 2.0, 5.0):
+        wait.issued(at)
+    for at in (3.0, 9.0, 4.0):
+        wait.done(at)
+    assert wait.take() == 4.0
     assert wait.take() == 0.0  # taken: reset
+    wait.issued(7.0)
+    wait.done(6.5)  # done before the last issue (a straggler-free step): no wait, not < 0
+    assert wait.take() == 0.0
+    wait.issued(1.0)  # issued, never done (no collective completed): nothing counted
+    assert wait.take() == 0.0
+
+
+def test_an_rpc_is_one_initiation_whatever_its_class():
+    """Grappa's shuffles travel as RPCs (request and response, two messages on the links):
+    the energy model prices one initiation each, as it does a feature RPC."""
+    emu = NetworkEmulator(2, LinkModel(0.0, float('inf')), spin_s=0)
+    for _ in range(3):
+        emu.charge_request(0, 1, 16, 4096, traffic=SHUFFLE)
+    emu.charge(0, 1, 1000, traffic=MIGRATION, messages=2)
+    shuffle = emu.totals(SHUFFLE)
+    assert (shuffle.messages, shuffle.rpcs, shuffle.initiations) == (6, 3, 3)
+    assert shuffle.bytes == 3 * (16 + 4096)
+    total = emu.totals()
+    assert total.initiations == 3 + 2
+    assert (total - shuffle).initiations == 2
 
 
 def _epoch_rows(out):

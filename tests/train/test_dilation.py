@@ -62,6 +62,9 @@ def test_a_reference_is_derived_from_the_family_or_none(tiny_inputs, tmp_path, r
     assert summary["reference_step_device"] == "NVIDIA H100 80GB HBM3"
     assert summary["time_dilation"] == max(1.0, summary["compute_step_probe_s"]
                                            / summary["reference_step_s"])
+    # derived from the probe batches' rows averaged over the workers: one f on every worker
+    assert {w["time_dilation"] for e in _epochs(out) for w in e["workers"]} == \
+        {summary["time_dilation"]}
     gat = replace(make_spec(network=network, epochs=1), model="gat")
     out = run_on_tiny(tmp_path, tiny_inputs, gat, name="gat")
     summary = json.loads((out / "summary.json").read_text())
@@ -83,7 +86,7 @@ def test_every_run_of_a_workload_divides_by_its_probe(tiny_inputs, tmp_path, run
     probe_file = tmp_path / "probe.json"
     probe = probe_workload(make_spec(network=network), str(tiny_inputs[0]), str(probe_file),
                            steps=6)
-    assert probe["host"] == host_identity()
+    assert probe["host"] == host_identity(2)
     assert probe["steps"] == 6 and len(probe["worker_median_s"]) == 2
     assert probe["probe_s"] == max(probe["worker_median_s"]) > 0
     assert probe["workload"] == ("sage-2 h16 fan-outs 5x5 batch 64 on tiny (600 nodes), "
@@ -114,7 +117,9 @@ def test_a_probe_from_another_host_is_not_used(tiny_inputs, tmp_path, run_on_tin
 
     network = {"preset": "none", "time_dilation": "auto", "reference_step_ms": 0.25}
     probe_file = tmp_path / "probe.json"
-    probe_file.write_text(json.dumps({"probe_s": 123.0, "host": {"cpu": "other", "cpus": 1}}))
+    key = _key(tiny_inputs, make_spec(network=network))
+    probe_file.write_text(json.dumps({"probe_s": 123.0, "host": {"cpu": "other"},
+                                      "workload_key": key}))
     out = tmp_path / "run"
     run(make_spec(network=network, epochs=1),
         RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]), out=str(out),
@@ -124,15 +129,33 @@ def test_a_probe_from_another_host_is_not_used(tiny_inputs, tmp_path, run_on_tin
     assert summary["compute_step_probe_s"] == summary["run_compute_step_probe_s"] != 123.0
 
 
-def test_a_bad_probe_file_is_refused_naming_it(tmp_path):
+def _key(tiny_inputs, spec):
+    from commgnn.train.workload import Workload, dataset_shape_of, step_workload
+
+    return Workload(step_workload(spec, dataset_shape_of(tiny_inputs[0])), spec.workers).key
+
+
+def test_a_bad_or_foreign_probe_file_is_refused_naming_it(tiny_inputs, tmp_path, make_spec):
+    from dataclasses import replace
+
     from commgnn.errors import InputError
     from commgnn.train.loop import RunPaths, _workload_probe
 
     bad = tmp_path / "probe.json"
-    bad.write_text("{}")
-    paths = RunPaths(dataset="d", partition="p", out="o", checkpoints="c", dilation=str(bad))
-    with pytest.raises(InputError, match=r"probe\.json: not a workload probe"):
-        _workload_probe(paths)
+    paths = RunPaths(dataset=str(tiny_inputs[0]), partition="p", out="o", checkpoints="c",
+                     dilation=str(bad))
+    for text in ("{}", '{"probe_s": null, "host": {}}', '{"probe_s": 0, "host": {}}', "[1]"):
+        bad.write_text(text)
+        with pytest.raises(InputError, match=r"probe\.json: not a workload probe"):
+            _workload_probe(paths)
+    spec = make_spec()
+    bad.write_text(json.dumps({"probe_s": 0.1, "host": {}, "workload_key": _key(tiny_inputs,
+                                                                                  spec)}))
+    assert _workload_probe(paths, spec)["probe_s"] == 0.1
+    other = replace(spec, batch_size=32)  # another workload: its own probe, not this one
+    with pytest.raises(InputError, match=r"probe\.json: the probe of workload .*, this "
+                                         r"run's is"):
+        _workload_probe(paths, other)
 
 
 def test_time_dilation_values_are_checked():

@@ -8,7 +8,9 @@
 - ``tables``: exact per-window hit and fill tables from the presample
   (:mod:`commgnn.control.workload`);
 - ``runs``: one clean ``greendygnn`` static run per calibration window (``epochs`` epochs
-  each): the slowest worker's step, compute, all-reduce, per-owner round trips, the
+  each): the slowest worker's step, compute, all-reduce, busy time (compute less the
+  emulated and the straggler wait), the messages and bytes of every class but feature
+  fetches per worker step (gradients …), per-owner round trips, the
   resolver's slack, rebuild seconds per window, miss rows — all in target seconds;
 - ``fits``: the hit-rate logistic (Eq. 2), the rebuild-time power law, and the per-row
   slope of the clean step time (used for templates the runs did not measure);
@@ -148,10 +150,18 @@ def measure_run(run_dir: Path) -> dict[str, Any]:
     epochs = [json.loads(line) for line in (run_dir / "epochs.jsonl").open()]
     built = sum(e.get("windows_built", 0) for e in epochs)
     rebuild = sum(e.get("rebuild_s", 0.0) for e in epochs) / f / max(1, built)
-    compute = np.mean([rec["compute_s"] for recs in records for rec in recs]) / f
-    sync = np.mean([rec["sync_s"] for recs in records for rec in recs]) / f
+    every = [rec for recs in records for rec in recs]
+    compute = np.mean([rec["compute_s"] for rec in every]) / f
+    sync = np.mean([rec["sync_s"] for rec in every]) / f
+    busy = np.mean([rec.get("busy_s", max(0.0, rec["compute_s"] - rec["sync_s"]))
+                    for rec in every]) / f
     return {"step_s": float(step.max(axis=1).mean()), "compute_s": float(compute),
-            "sync_s": float(sync), "base_rtt_s": rtt.tolist(), "slack_s": slack.tolist(),
+            "sync_s": float(sync), "busy_s": float(busy),
+            "moved_messages_per_step": float(np.mean([rec.get("moved_messages", 0)
+                                                      for rec in every])),
+            "moved_bytes_per_step": float(np.mean([rec.get("moved_bytes", 0)
+                                                   for rec in every])),
+            "base_rtt_s": rtt.tolist(), "slack_s": slack.tolist(),
             "rebuild_s": float(rebuild), "miss_rows": float(misses.max(axis=1).mean()),
             "energy_target_j_per_step": float(summary["energy_target_j"])
             / max(1, steps),

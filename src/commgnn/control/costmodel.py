@@ -154,7 +154,13 @@ class CostModel:
             return np.interp(grid, measured, np.asarray(values, dtype=float))
 
         self.clean_step = interp(runs["step_s"])  # [W]
-        self.busy_s = float(np.mean(runs["compute_s"]))
+        # the GPU computing (calibrations before busy_s was recorded: their compute)
+        self.busy_s = float(np.mean(runs.get("busy_s", runs["compute_s"])))
+        # CPU of the traffic every window moves alike (gradients …), per worker step
+        self.moved_cpu_j = self.power.core_w * (
+            float(np.mean(runs.get("moved_messages_per_step", [0.0]))) * self.power.rpc_cpu_s
+            + float(np.mean(runs.get("moved_bytes_per_step", [0.0])))
+            / self.power.copy_bytes_per_s)
         self.slack = np.stack([interp(np.asarray(runs["slack_s"])[:, i])
                                for i in range(P)], axis=1)  # [W, P]
         self.rebuild = interp(runs["rebuild_s"])  # [W] per window
@@ -211,7 +217,7 @@ class CostModel:
         idle = (self.power.gpu_idle_w + self.power.cpu_idle_w) * step * P
         busy = (self.power.gpu_busy_w - self.power.gpu_idle_w) * np.minimum(self.busy_s,
                                                                             step) * P
-        energy = idle + busy + per_worker_comm
+        energy = idle + busy + per_worker_comm + self.moved_cpu_j * P
         return StepCosts(step_s=step.reshape(-1), energy_j=energy.reshape(-1),
                          agent_fetch_extra_s=extra[agent].reshape(len(Wn) * T, P),
                          agent_rebuild_s=rebuild[agent].reshape(-1))

@@ -213,17 +213,26 @@ class LinkStats:
     messages: int = 0
     charged_s: float = 0.0  # emulated cost charged
     waited_s: float = 0.0  # wall time actually spent waiting (>= charged_s)
+    rpcs: int = 0  # request-response pairs among the messages (each is two)
 
     def add(self, other: LinkStats) -> None:
         self.bytes += other.bytes
         self.messages += other.messages
         self.charged_s += other.charged_s
         self.waited_s += other.waited_s
+        self.rpcs += other.rpcs
 
     def __sub__(self, other: LinkStats) -> LinkStats:
         """What was counted between two readings (``later - earlier``)."""
         return LinkStats(self.bytes - other.bytes, self.messages - other.messages,
-                         self.charged_s - other.charged_s, self.waited_s - other.waited_s)
+                         self.charged_s - other.charged_s, self.waited_s - other.waited_s,
+                         self.rpcs - other.rpcs)
+
+    @property
+    def initiations(self) -> int:
+        """Sends a worker starts: every message, an RPC's request and response counting
+        once (as a feature RPC does in the energy model)."""
+        return self.messages - self.rpcs
 
 
 def _wait_until(deadline: float, spin_s: float) -> None:
@@ -537,7 +546,8 @@ class NetworkEmulator:
         mid = time.monotonic()
         down = self._leg(owner, requester, response_bytes, down_delay, cong)
         end = time.monotonic()
-        self._count(requester, owner, traffic, int(request_bytes), 1, up, mid - start)
+        self._count(requester, owner, traffic, int(request_bytes), 1, up, mid - start,
+                    rpcs=1)
         self._count(owner, requester, traffic, int(response_bytes), 1, down, end - mid)
         return up + down
 
@@ -555,13 +565,15 @@ class NetworkEmulator:
         if not (0 <= src < self.num_workers and 0 <= dst < self.num_workers):
             raise IndexError(f"worker out of range: {src} → {dst} (P={self.num_workers})")
 
-    def _count(self, src, dst, traffic, nbytes, messages, charged, waited) -> None:
+    def _count(self, src, dst, traffic, nbytes, messages, charged, waited,
+               rpcs: int = 0) -> None:
         with self._lock:
             st = self._stats.get((src, dst, traffic))
             if st is None:
                 st = self._stats[(src, dst, traffic)] = LinkStats()
             st.bytes += nbytes
             st.messages += messages
+            st.rpcs += rpcs
             st.charged_s += charged
             st.waited_s += waited
 
@@ -727,21 +739,23 @@ class CollectiveWait:
     returns ``max(done) − max(issued)`` over the collectives since the last call (0 if
     none), which the training loop calls after every step. Not seen: waits in collectives
     outside the hook — DDP's one-off bucket rebuild in its second forward pass, a system's
-    own ``all_reduce`` calls; on CUDA the completion is when NCCL's work is done on the
-    stream, so the figure is the same wait seen from the host."""
+    own ``all_reduce`` calls — and every wait under NCCL (one GPU per worker): its future
+    completes when the all-reduce is enqueued, so the wait falls in the step's final
+    device synchronisation and counts busy (gloo, on the CPU and on shared GPUs, completes
+    it when the data has arrived)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._issued: float | None = None
         self._done: float | None = None
 
-    def issued(self) -> None:
-        now = time.perf_counter()
+    def issued(self, at: float | None = None) -> None:
+        now = time.perf_counter() if at is None else at
         with self._lock:
             self._issued = now if self._issued is None else max(self._issued, now)
 
-    def done(self) -> None:
-        now = time.perf_counter()
+    def done(self, at: float | None = None) -> None:
+        now = time.perf_counter() if at is None else at
         with self._lock:
             self._done = now if self._done is None else max(self._done, now)
 

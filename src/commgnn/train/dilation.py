@@ -32,6 +32,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from commgnn.errors import InputError
 from commgnn.sampling.seeds import derive_seed
 from commgnn.train.references import (
     Reference,
@@ -93,24 +94,50 @@ def _slowest(value: float) -> float:
     return float(t)
 
 
+def _mean_over_workers(rows: list[list[float]]) -> list[list[float]]:
+    t = torch.tensor(rows, dtype=torch.float64)
+    dist.all_reduce(t)
+    return (t / dist.get_world_size()).tolist()
+
+
+def _everywhere(flag: bool) -> bool:
+    t = torch.tensor([1 if flag else 0], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
+
+
 def resolve_dilation(ctx, model: torch.nn.Module, dataset_dir: str,
                      configured_ms: float | None, workload_probe: dict | None) -> dict:
-    """The run's dilation record: the workload's probe where it was measured on a host
-    like this one (else this run's), divided by the reference — the config's
-    ``reference_step_ms``, else the table's measured or derived one — or f = 1 where there
-    is none (``reference_step_source: none``). Collective: every worker calls it."""
+    """The run's dilation record, the same on every worker: the workload's probe where it
+    was measured on hosts like every worker's (else this run's own probe), divided by the
+    reference — the config's ``reference_step_ms``, else the probe's (the table's measured
+    or derived one for the workload), else one derived from this run's probe batches (mean
+    rows per layer over the workers) — or f = 1 where there is none
+    (``reference_step_source: none``). Collective: every worker calls it."""
     dist.barrier()
     here, rows = compute_step_s(ctx, model)
     run_probe = _slowest(here)
+    rows = _mean_over_workers(rows)
     work = step_workload(ctx.spec, dataset_shape_of(dataset_dir))
     workload = Workload(work, ctx.spec.workers)
-    same_host = workload_probe is not None and workload_probe.get("host") == host_identity()
-    if workload_probe is not None and not same_host:
-        log.warning("workload probe measured on %s, this host is %s: using the run's probe",
-                    workload_probe.get("host"), host_identity())
+    if workload_probe is not None and workload_probe.get("workload_key") != workload.key:
+        raise InputError(f"workload probe of {workload_probe.get('workload')!r} "
+                         f"({workload_probe.get('workload_key')}), the run's workload is "
+                         f"{workload.key}; rerun snakemake (rule dilation)")
+    here_host = host_identity(ctx.spec.workers)
+    same_host = _everywhere(workload_probe is not None
+                            and workload_probe.get("host") == here_host)
+    if workload_probe is not None and not same_host and ctx.rank == 0:
+        log.warning("workload probe measured on %s, a worker here is not: using the run's "
+                    "probe", workload_probe.get("host"))
     probe = float(workload_probe["probe_s"]) if same_host else run_probe
     if configured_ms is not None:
         reference = Reference(configured_ms / 1e3, "config")
+    elif same_host:
+        given = workload_probe.get("reference")
+        reference = None if given is None else Reference(
+            float(given["step_s"]), given["source"], given.get("rule"),
+            given.get("device_name"), tuple(given.get("basis", ())))
     else:
         flops = step_flops(rows, layer_dims(work, ctx.dataset.feature_dim,
                                             ctx.dataset.num_classes))
@@ -191,16 +218,16 @@ def _probe_worker(env, spec_json: str, dataset_dir: str, out: str, steps: int) -
             times.append(took)
     medians = [None] * env.world_size
     dist.all_gather_object(medians, statistics.median(times))
+    rows = _mean_over_workers(mean_layer_rows(batches))
     if env.rank == 0:
         work = step_workload(spec, dataset_shape_of(dataset_dir))
-        rows = mean_layer_rows(batches)
         flops = step_flops(rows, layer_dims(work, dataset.feature_dim, dataset.num_classes))
         reference = reference_for(work, flops)
         write_json_atomic(Path(out), {
             "workload": Workload(work, spec.workers).describe(),
             "workload_key": Workload(work, spec.workers).key,
             "step_workload": work.as_dict(), "workers": spec.workers,
-            "host": host_identity(), "hostname": socket.gethostname(),
+            "host": host_identity(spec.workers), "hostname": socket.gethostname(),
             "device": str(device), "steps": steps, "warmup": PROBE_WARMUP + 1,
             "worker_median_s": medians, "probe_s": max(medians),
             "layer_rows": rows, "flops": flops,

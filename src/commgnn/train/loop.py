@@ -335,7 +335,7 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
     ckpt_dir = Path(paths.checkpoints)
     start_epoch, system_state = 0, None
     if spec.get("checkpoint") and spec.get("resume"):
-        restored = load_checkpoint(ckpt_dir, model, optimizer, spec.resume_key(), world)
+        restored = load_checkpoint(ckpt_dir, model, optimizer, _resume_key(spec, paths), world)
         if restored and not _recorded(paths.staging, restored.next_epoch):
             log.warning("checkpoint at epoch %d but earlier records are missing; starting over",
                         restored.next_epoch - 1)
@@ -400,7 +400,7 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
         for part, joules in meter.read_parts().items():  # the meter's parts: cpu, gpu
             record[f"energy_{part}_j"] = joules - parts0.get(part, 0.0)
         moved_epoch = moved_traffic(emulator) - moved_epoch0  # every thread, in steps or not
-        record["moved_messages_epoch"] = moved_epoch.messages
+        record["moved_messages_epoch"] = moved_epoch.initiations
         record["moved_bytes_epoch"] = moved_epoch.bytes
         record.update(_epoch_target_energy(record, power))
         for c in NETWORK_CLASSES:  # modelled seconds and bytes on the links, every thread
@@ -430,7 +430,8 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
             epochs_out.write(json_text(row))
             log.info("%s", epoch_line(row, epochs))
             if spec.get("checkpoint"):
-                save_checkpoint(ckpt_dir, epoch, model, optimizer, spec.resume_key(), states)
+                save_checkpoint(ckpt_dir, epoch, model, optimizer, _resume_key(spec, paths),
+                                states)
         dist.barrier()
     steps_out.close()
     system.close()
@@ -473,19 +474,44 @@ def _fresh_model(spec: RunSpec, dataset, device: torch.device):
     return model, optimizer
 
 
-def _workload_probe(paths: RunPaths) -> dict | None:
-    """The workload's probe (``commgnn dilation``'s JSON) the run was given, if any."""
+def _resume_key(spec: RunSpec, paths: RunPaths) -> str:
+    """What a checkpoint must match to be resumed from: the run's settings
+    (:meth:`RunSpec.resume_key`), the testbed's versions (congestion, dilation, energy:
+    records of another testbed never continue into this one) and the workload probe's
+    step (a re-measured probe gives another f, so the run starts over)."""
+    import hashlib
+
+    from commgnn.testbed import CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL
+
+    probe = _workload_probe(paths)
+    parts = [spec.resume_key(), CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL,
+             "" if probe is None else f"{probe.get('workload_key')}:{probe['probe_s']!r}"]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _workload_probe(paths: RunPaths, spec: RunSpec | None = None) -> dict | None:
+    """The workload's probe (``commgnn dilation``'s JSON) the run was given, if any; an
+    InputError naming the file when it is not one, or (given ``spec``) is another
+    workload's."""
     if paths.dilation is None:
         return None
     path = Path(paths.dilation)
+    hint = "rerun snakemake (rule dilation)"
     try:
         probe = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a workload probe ({exc}); rerun snakemake "
-                         "(rule dilation)") from exc
-    if not isinstance(probe, dict) or "probe_s" not in probe or "host" not in probe:
-        raise InputError(f"{path}: not a workload probe (no probe_s/host); rerun "
-                         "snakemake (rule dilation)")
+        raise InputError(f"{path}: not a workload probe ({exc}); {hint}") from exc
+    step = probe.get("probe_s") if isinstance(probe, dict) else None
+    if not isinstance(step, (int, float)) or not step > 0 or \
+            not isinstance(probe.get("host"), dict):
+        raise InputError(f"{path}: not a workload probe (needs probe_s > 0 and host); {hint}")
+    if spec is not None and paths.dataset:
+        from commgnn.train.workload import Workload, dataset_shape_of, step_workload
+
+        key = Workload(step_workload(spec, dataset_shape_of(paths.dataset)), spec.workers).key
+        if probe.get("workload_key") != key:
+            raise InputError(f"{path}: the probe of workload {probe.get('workload_key')}, "
+                             f"this run's is {key}; {hint}")
     return probe
 
 
@@ -532,9 +558,7 @@ def moved_traffic(emulator) -> LinkStats:
     fetches and sampling (those are counted as RPCs by the batches and the systems)."""
     moved = emulator.totals()
     for counted in (FETCH, SAMPLING):
-        other = emulator.totals(counted)
-        moved = LinkStats(bytes=moved.bytes - other.bytes,
-                          messages=moved.messages - other.messages)
+        moved = moved - emulator.totals(counted)
     return moved
 
 
@@ -578,7 +602,7 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
         busy_s = max(0.0, compute_s - sync_s - wait_s)
         f = emulator.time_dilation  # target time = raw / f
         target = power.energy(step_s / f, busy_s / f,
-                              counts.remote_rpcs + sampling.remote_rpcs + moved.messages,
+                              counts.remote_rpcs + sampling.remote_rpcs + moved.initiations,
                               counts.remote_bytes + sampling.remote_bytes + moved.bytes)
         step = StepRecord(
             epoch=epoch, step=prepared.step, worker=rank, sample_s=prepared.sample_s,
@@ -591,7 +615,7 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
             sampling_bytes=sampling.remote_bytes,
             allreduce_bytes=sync.bytes - sync0.bytes,
             allreduce_messages=sync.messages - sync0.messages,
-            collective_wait_s=wait_s, busy_s=busy_s, moved_messages=moved.messages,
+            collective_wait_s=wait_s, busy_s=busy_s, moved_messages=moved.initiations,
             moved_bytes=moved.bytes, loss=out.loss, acc=out.correct / max(1, out.seen),
             batch_size=out.seen,
             energy_j=meter.read_joules() - energy0, energy_meter=meter.name,

@@ -43,8 +43,9 @@ class StepRecord:
     #: once the emulated sync and that wait are taken out: the device computing.
     collective_wait_s: float
     busy_s: float
-    #: Messages and bytes this worker moved in the step beyond feature and sampling RPCs:
-    #: gradients, activations, migrations, shuffles … (every class but fetch and sampling).
+    #: Sends (an RPC's request and response once) and bytes this worker moved in the step
+    #: beyond feature and sampling RPCs: gradients, activations, migrations, shuffles …
+    #: (every class but fetch and sampling).
     moved_messages: int
     moved_bytes: int
     loss: float

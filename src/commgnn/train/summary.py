@@ -82,7 +82,7 @@ COMMON_KEYS = (
     "seed", "workers", "epochs", "time_dilation", "time_dilation_source", "workload",
     "workload_key", "compute_step_probe_s", "run_compute_step_probe_s", "time_dilation_run",
     "time_dilation_distance", "reference_step_s", "reference_step_source",
-    "reference_step_rule", "mean_epoch_time_s",
+    "reference_step_rule", "reference_step_device", "mean_epoch_time_s",
     "mean_epoch_time_raw_s", "setup_s", "total_time_s", "fetch_mb_per_step",
     "network_s_per_step", "network_all_s_per_step", "traffic_mb_per_step",
     "fetch_wait_s_per_step", "busy_s_per_step", "collective_wait_s_per_step", "hit_rate",

@@ -112,10 +112,11 @@ def step_workload(spec, dataset: dict) -> StepWorkload:
                             json.dumps(kwargs, sort_keys=True)))
 
 
-def host_identity() -> dict:
-    """What makes two hosts compute alike: the CPU model and the CPUs this process may
-    use (hostnames differ between identical cluster nodes)."""
-    import os
+def host_identity(workers: int) -> dict:
+    """What makes two hosts compute a worker's step alike: the CPU model and the threads
+    each of ``workers`` workers gets (hostnames differ between identical cluster nodes)."""
+    from commgnn.train.loop import worker_threads  # the loop's rule, not a copy of it
+
     model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -124,8 +125,7 @@ def host_identity() -> dict:
                 break
     except OSError:
         pass
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": model, "cpus": int(cpus or 1)}
+    return {"cpu": model, "threads_per_worker": worker_threads(workers)}
 
 
 @dataclass(frozen=True)
