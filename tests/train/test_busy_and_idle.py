@@ -74,6 +74,12 @@ def test_every_class_of_traffic_costs_cpu(tiny_inputs, tmp_path, run_on_tiny, ma
         assert rec["moved_bytes_epoch"] == moved_classes  # every class but RPC-counted ones
         assert sum(r["moved_bytes"] for r in steps) <= rec["moved_bytes_epoch"]
         assert any(r["moved_bytes"] > r["allreduce_bytes"] for r in steps)  # migrations
+        # the trainer blocks on its migrations inside the step: communication, not busy
+        assert any(r["step_comm_s"] > r["sync_s"] + 1e-4 for r in steps)
+        for r in steps:
+            assert r["busy_s"] == pytest.approx(
+                max(0.0, r["compute_s"] - r["step_comm_s"] - r["collective_wait_s"]),
+                abs=1e-12)
         for r in steps:
             rpcs = r["remote_rpcs"] + r["sampling_rpcs"] + r["moved_messages"]
             nbytes = r["remote_bytes"] + r["sampling_bytes"] + r["moved_bytes"]

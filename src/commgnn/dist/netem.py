@@ -326,6 +326,7 @@ class NetworkEmulator:
         self._clock = clock
         self._t0 = clock()
         self.collectives = CollectiveWait()
+        self._mine = threading.local()  # what each thread waited for (thread_waited_s)
         self._epoch = 0
         self._lock = threading.Lock()
         self._stats: dict[tuple[int, int, str], LinkStats] = {}
@@ -576,6 +577,17 @@ class NetworkEmulator:
             st.rpcs += rpcs
             st.charged_s += charged
             st.waited_s += waited
+        mine = self._mine.__dict__  # the calling thread is the one that waited
+        mine["waited"] = mine.get("waited", 0.0) + waited
+        if traffic == ALLREDUCE:
+            mine["allreduce"] = mine.get("allreduce", 0.0) + waited
+
+    def thread_waited_s(self) -> tuple[float, float]:
+        """Wall seconds the calling thread has waited on emulated transfers so far: of
+        every class, and of them the all-reduce's (the training loop takes the difference
+        over a step: the communication a trainer blocked on inside it)."""
+        mine = self._mine.__dict__
+        return mine.get("waited", 0.0), mine.get("allreduce", 0.0)
 
     def link_stats(self, src: int, dst: int, traffic: str | None = None) -> LinkStats:
         """Counters of the directed link ``src → dst`` (one traffic class, or all)."""

@@ -21,7 +21,8 @@ RPCs carrying ``B`` payload bytes::
   remote features, the all-reduce, cache fills, everything outside compute) cost this.
 - ``(gpu_busy_w − gpu_idle_w) · T_busy``: the extra draw while it computes. The training
   loop takes ``T_busy = busy_s / f``: the step's forward/backward/optimiser time less the
-  time it waited for the all-reduce on the emulated links (``sync_s``) and less the time
+  emulated transfers it blocked on inside the step (``step_comm_s``: the all-reduce,
+  activations, migrations) and less the time
   it sat in the real collective waiting for a slower peer (``collective_wait_s``,
   :class:`commgnn.dist.netem.CollectiveWait`), e.g. for the one fetching from a congested
   machine: the GPU idles through both.

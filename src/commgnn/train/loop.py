@@ -94,7 +94,8 @@ log = logging.getLogger("commgnn.train")
 STEP_TOTALS = ("sample_s", "fetch_wait_s", "compute_s", "step_s", "remote_rpcs",
                "remote_rows", "remote_bytes", "cache_hits", "cache_misses", "local_rows",
                "sampling_rpcs", "sampling_rows", "sampling_bytes", "allreduce_bytes",
-               "allreduce_messages", "collective_wait_s", "busy_s", "moved_messages",
+               "allreduce_messages", "step_comm_s", "collective_wait_s", "busy_s",
+               "moved_messages",
                "moved_bytes", "energy_target_j", "energy_target_gpu_j",
                "energy_target_cpu_j")
 
@@ -587,6 +588,7 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
         t1 = time.perf_counter()
         sync0 = emulator.totals(ALLREDUCE)
         moved0 = moved_traffic(emulator)
+        mine0 = emulator.thread_waited_s()
         emulator.collectives.take()  # the step's collectives only
         out = system.train_step(prepared)
         if device.type == "cuda":  # the step's kernels are done: its compute time is whole
@@ -594,12 +596,17 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
         t2 = time.perf_counter()
         sync = emulator.totals(ALLREDUCE)
         wait_s = emulator.collectives.take()
+        mine = emulator.thread_waited_s()
         moved = moved_traffic(emulator) - moved0
         counts, sampling = prepared.counts, prepared.sampling
         compute_s, sync_s, step_s = t2 - t1, sync.charged_s - sync0.charged_s, t2 - t0
-        # Busy: the step's compute less the emulated sync and the wait for peers in the
-        # real collective; the GPU idles through both (and through fetch stalls).
-        busy_s = max(0.0, compute_s - sync_s - wait_s)
+        # Communication inside the step: every emulated transfer this thread blocked on
+        # (activations, migrations, the all-reduce …), plus the all-reduce charged on
+        # another thread (an autograd device thread). Busy: the step's compute less that
+        # and less the wait for peers in the real collective; the GPU idles through both
+        # (and through fetch stalls before the step).
+        comm_s = (mine[0] - mine0[0]) + max(0.0, sync_s - (mine[1] - mine0[1]))
+        busy_s = max(0.0, compute_s - comm_s - wait_s)
         f = emulator.time_dilation  # target time = raw / f
         target = power.energy(step_s / f, busy_s / f,
                               counts.remote_rpcs + sampling.remote_rpcs + moved.initiations,
@@ -615,7 +622,8 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
             sampling_bytes=sampling.remote_bytes,
             allreduce_bytes=sync.bytes - sync0.bytes,
             allreduce_messages=sync.messages - sync0.messages,
-            collective_wait_s=wait_s, busy_s=busy_s, moved_messages=moved.initiations,
+            step_comm_s=comm_s, collective_wait_s=wait_s, busy_s=busy_s,
+            moved_messages=moved.initiations,
             moved_bytes=moved.bytes, loss=out.loss, acc=out.correct / max(1, out.seen),
             batch_size=out.seen,
             energy_j=meter.read_joules() - energy0, energy_meter=meter.name,

@@ -38,9 +38,12 @@ class StepRecord:
     sampling_bytes: int
     allreduce_bytes: int
     allreduce_messages: int
-    #: Raw seconds this worker idled in real collectives for its peers (the straggler
-    #: wait; :class:`commgnn.dist.netem.CollectiveWait`), and what is left of ``compute_s``
-    #: once the emulated sync and that wait are taken out: the device computing.
+    #: ``compute_s`` split: ``step_comm_s``, the emulated transfers the trainer blocked on
+    #: inside the step (the all-reduce — ``sync_s`` —, activations, migrations …);
+    #: ``collective_wait_s``, raw seconds idle in real collectives for its peers (the
+    #: straggler wait; :class:`commgnn.dist.netem.CollectiveWait`); ``busy_s``, the rest:
+    #: the device computing.
+    step_comm_s: float
     collective_wait_s: float
     busy_s: float
     #: Sends (an RPC's request and response once) and bytes this worker moved in the step

@@ -58,7 +58,7 @@ SUMMED = ("remote_rpcs", "remote_rows", "remote_bytes", "cache_hits", "cache_mis
 #: Each step's time split (raw seconds, summed over workers; trainers outside the loop have
 #: none): the device computing, and idling in real collectives for its peers; and what
 #: every class but fetch and sampling moved, in steps and over the epoch (every thread).
-SPLIT = ("busy_s", "collective_wait_s", "moved_messages", "moved_bytes",
+SPLIT = ("busy_s", "step_comm_s", "collective_wait_s", "moved_messages", "moved_bytes",
          "moved_messages_epoch", "moved_bytes_epoch")
 #: Cumulative values every epoch row carries: key → the per-epoch value it accumulates.
 CUMULATIVE = {"energy_cum_j": "energy_j", "energy_target_cum_j": "energy_target_j"}
