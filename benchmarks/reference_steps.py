@@ -153,27 +153,18 @@ def measure(args: argparse.Namespace) -> None:
 
 
 def _time_steps(batches, model, optimizer, features, labels, device, warmup: int) -> list:
-    """Seconds of each step after ``warmup``: forward, loss, backward, Adam on the device
-    (the batch is moved there first, outside the timed span)."""
-    import torch
-    import torch.nn.functional as F
+    """Seconds of each step after ``warmup`` (:func:`commgnn.train.dilation.time_step`, the
+    step the runs' probes time); the batch is moved to the device first, untimed."""
+    from commgnn.train.dilation import time_step
 
     times = []
     for i, host_mb in enumerate(batches):  # one batch on the device at a time
         mb = host_mb.to(device)
-        x, y = features[mb.input_nodes.to(device)], labels[mb.seeds.to(device)]
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t1 = time.perf_counter()
-        loss = F.cross_entropy(model(mb.blocks, x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        took = time_step(model, optimizer, mb, features[mb.input_nodes], labels[mb.seeds],
+                         device)
         if i >= warmup:
-            times.append(time.perf_counter() - t1)
-        del mb, x, y, loss
+            times.append(took)
+        del mb
     return times
 
 
