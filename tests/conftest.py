@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,22 @@ def planetoid_dir() -> Path:
     if not (PLANETOID / "ind.cora.x").is_file():
         pytest.skip("../shared/datasets/planetoid is absent")
     return PLANETOID
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline(repo_root, tmp_path_factory) -> Path:
+    """The working directory of one real Snakemake run of ``tiny_pipeline.TINY`` (its
+    results under ``out/``), made once per session and shared: read it, never write it.
+    ``$COMMGNN_TEST_TINY_PIPELINE``: a directory to run it in instead (kept, so a rerun of
+    a few tests finds it finished: Snakemake has nothing to do)."""
+    from tiny_pipeline import TINY, snakemake
+
+    kept = os.environ.get("COMMGNN_TEST_TINY_PIPELINE")
+    workdir = Path(kept) if kept else tmp_path_factory.mktemp("tiny-pipeline")
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = snakemake(repo_root, workdir, TINY)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return workdir
 
 
 @pytest.fixture(scope="session")

@@ -281,10 +281,20 @@ def cmd_figure(args: argparse.Namespace) -> None:
                                                      for d in declared.values()):
             raise cfg.ConfigError("--systems: expected {system: {colour, figure_labels}}")
         use_declarations(declared)
+    from commgnn.errors import NotApplicable
+    from commgnn.report.figure_tables import figure_table, not_applicable_table
+
     module = importlib.import_module(f"commgnn.report.figures.{args.name}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    data = module.make(args.inputs, args.out)
-    write_csv(data, args.out.with_suffix(".csv"))
+    try:
+        data = module.make(args.inputs, args.out)
+    except NotApplicable as exc:  # the runs lack what it needs: drawn and written as such
+        from commgnn.report.figures.plotting import save_not_applicable
+
+        log.warning("figure %s does not apply to these runs: %s", args.name, exc)
+        save_not_applicable(args.out, args.name, str(exc))
+        data = not_applicable_table(str(exc))
+    write_csv(figure_table(data), args.out.with_suffix(".csv"))
 
 
 def cmd_partition(args: argparse.Namespace) -> None:

@@ -285,6 +285,29 @@ def test_a_figure_whose_runs_lack_what_it_needs_makes_its_claims_not_applicable(
     assert ledger([_claim()], [runs]).loc[0, "verdict"] == "not measured"
 
 
+def test_a_figure_written_as_not_applicable_or_with_no_rows_is_read_as_such(tmp_path):
+    """The CSV ``commgnn figure`` writes for a figure that does not apply (and the empty
+    file older runs wrote) files its claims "not applicable"; a header alone, not
+    measured."""
+    from commgnn.report.claims import ledger
+
+    runs = tmp_path / "runs.csv"
+    RUNS.to_csv(runs, index=False)
+    figure = tmp_path / "toy_fig.csv"
+    figure.write_text("not_applicable\nno cell with a baseline\n")
+    row = ledger([_claim()], [runs, figure]).loc[0]
+    assert (row["verdict"], row["reason"]) == ("not applicable",
+                                               "toy_fig: no cell with a baseline")
+    assert row["output"] == str(figure)
+    figure.write_text("\n")
+    row = ledger([_claim()], [runs, figure]).loc[0]
+    assert (row["verdict"], row["reason"]) == (
+        "not applicable", "toy_fig: the runs behind it give it no rows")
+    figure.write_text("variant,speedup\n")
+    row = ledger([_claim()], [runs, figure]).loc[0]
+    assert (row["verdict"], row["reason"]) == ("not measured", "toy_fig has no rows")
+
+
 def test_runs_of_different_testbeds_are_not_pooled():
     runs = RUNS.assign(testbed=["synthetic v1; congestion v1", "synthetic v2; congestion v1"])
     row = judge(_claim(), _table(1.8, 2.2), runs.assign(base_system="hopgnn"), {})

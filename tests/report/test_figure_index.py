@@ -17,8 +17,11 @@ def test_every_figure_is_indexed_and_the_readme_says_the_same(repo_root):
 def test_a_runs_index_lists_what_it_built(tmp_path):
     figures = tmp_path / "out" / "figures"
     figures.mkdir(parents=True)
+    (figures / "hopgnn_fig11.csv").write_text("variant,speedup\nAll,1.5\n")
+    (figures / "compare.csv").write_text("not_applicable\nno runs with a partner\n")
     data = figure_index.make([figures / "hopgnn_fig11.csv", figures / "compare.csv"],
                              figures / "figure_index.png")
+    assert list(data["status"]) == ["built", "not applicable: no runs with a partner"]
     assert list(data["module"]) == ["hopgnn_fig11", "compare"]
     assert list(data["rule"]) == ["system_figure", "compare"]
     assert list(data["output"]) == [f"{tmp_path / 'out'}/figures/hopgnn_fig11.png",

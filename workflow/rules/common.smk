@@ -272,11 +272,10 @@ SHARED_FIGURES = ("compare", "claims")
 
 def claims_inputs(w):
     """The runs table and the figure tables the claims read that this config builds."""
-    from commgnn.report.figures.claims import READS
+    from commgnn.report.scheduled import claims_reads
 
-    built = [name for name in READS if name in SYSTEM_FIGURES or name == "compare"]
     return [f"{RESULTS}/tables/runs.csv"] + [f"{RESULTS}/figures/{name}.csv"
-                                              for name in built]
+                                              for name in claims_reads(SYSTEM_FIGURES)]
 
 
 def describe_all_runs():
@@ -298,11 +297,6 @@ def _system_declarations():
 
 
 SYSTEM_DECLARATIONS = _system_declarations()
-
-
-# Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs.
-SYSTEM_FIGURES = {name: inputs for spec in RUNS.values()
-                  for name, inputs in get_system(spec.base_system).figures.items()}
 
 
 def figure_input_paths():
@@ -426,11 +420,13 @@ def control_targets():
             for part in parts]
 
 
-# A declared figure is built only where the config builds every kind of product it reads
-# (e.g. GreenDyGNN's calibration and policy figures need a run with `controller: dqn`).
-_FIGURE_PATHS = figure_input_paths()
-SYSTEM_FIGURES = {name: kinds for name, kinds in SYSTEM_FIGURES.items()
-                  if all(_FIGURE_PATHS[kind] for kind in kinds)}
+# Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs;
+# one is built only where the config builds every kind of product it reads (e.g.
+# GreenDyGNN's calibration and policy figures need a run with `controller: dqn`).
+from commgnn.report.scheduled import declared_figures
+
+SYSTEM_FIGURES = declared_figures([spec.base_system for spec in RUNS.values()],
+                                  figure_input_paths())
 
 
 # The DGL environment (systems that need a `dgl_partition`, e.g. distdgl): its interpreter

@@ -25,7 +25,8 @@ cells, the paper's value for the same cells, the rows it came from) or
   with no network at all. Dilated runs, and runs computing on a GPU over the emulated
   network at f = 1 or over a real network, are judged alike;
 - ``not applicable``: the runs behind the figure do not include what the claim needs (the
-  figure said so by raising :class:`commgnn.errors.NotApplicable`);
+  figure said so by raising :class:`commgnn.errors.NotApplicable`, and ``commgnn figure``
+  wrote its CSV as the reason: :mod:`commgnn.report.figure_tables`);
 - ``not measured``: its figure was not built (its systems did not run), or has no rows
   for it.
 
@@ -55,6 +56,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.report.figure_tables import not_applicable_reason, read_figure_table
 from commgnn.report.labels import reach_column
 from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
 
@@ -344,6 +346,8 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     if claim.figure not in tables:
         return {**row, "verdict": "not measured",
                 "reason": f"{claim.figure} was not built: its systems did not run"}
+    if tables[claim.figure].empty:
+        return {**row, "verdict": "not measured", "reason": f"{claim.figure} has no rows"}
     try:
         measured = claim.measure(tables[claim.figure])
     except NotMeasured as exc:
@@ -412,11 +416,17 @@ def ledger(claims: list[Claim], inputs: list[Path],
     ``<anything>_runs.csv``); ``not_applicable``: figures that said their runs lack what
     they need, with why."""
     tables, outputs, runs = {}, {}, None
+    not_applicable = dict(not_applicable or {})
     for path in map(Path, inputs):
         if path.name == "runs.csv" or path.name.endswith("_runs.csv"):
             runs = pd.read_csv(path)
+            continue
+        table = read_figure_table(path)
+        outputs[path.stem] = str(path)
+        reason = not_applicable_reason(table)
+        if reason is None:
+            tables[path.stem] = table
         else:
-            tables[path.stem] = pd.read_csv(path)
-            outputs[path.stem] = str(path)
+            not_applicable.setdefault(path.stem, reason)
     return pd.DataFrame([judge(c, tables, runs, outputs, not_applicable) for c in claims],
                         columns=COLUMNS)

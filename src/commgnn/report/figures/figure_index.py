@@ -1,7 +1,7 @@
 """The figure index: every paper figure or table the pipeline regenerates, mapped to the
 rule and the output file that hold it (the README's table is this one's text; a test
 keeps them the same). ``make`` lists the figures a run built (its inputs are their
-CSVs)."""
+CSVs), each built or not applicable to the run's systems."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.report.figure_tables import not_applicable_reason, read_figure_table
 from commgnn.report.figures.plotting import save_table
 
 #: module -> (paper, the paper's figure or table, what it shows).
@@ -76,9 +77,15 @@ def markdown() -> str:
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
-    built = [Path(p).stem for p in inputs]
-    data = table(built, str(Path(out_png).parent.parent))
-    save_table(data[["paper", "figure", "shows", "rule", "output"]], out_png,
+    """The index of the figures whose CSVs are ``inputs``, each with its status: built,
+    or not applicable and why (:mod:`commgnn.report.figure_tables`)."""
+    status = {}
+    for path in map(Path, inputs):
+        reason = not_applicable_reason(read_figure_table(path))
+        status[path.stem] = "built" if reason is None else f"not applicable: {reason}"
+    data = table(list(status), str(Path(out_png).parent.parent))
+    data["status"] = data["module"].map(status)
+    save_table(data[["paper", "figure", "shows", "rule", "output", "status"]], out_png,
                "Figure index: the papers' figures this run regenerated", "no figures",
-               width=12)
+               width=14)
     return data

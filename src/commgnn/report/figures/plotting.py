@@ -72,6 +72,15 @@ def save_table(shown: pd.DataFrame, out_png: Path, title: str, empty: str,
     save_figure(fig, out_png)
 
 
+def save_not_applicable(out_png: Path, name: str, reason: str) -> None:
+    """The figure ``name`` drawn as the reason it does not apply to the runs."""
+    fig, ax = plt.subplots(figsize=(8, 1.6))
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"{name}: not applicable\n{reason}", ha="center", va="center",
+            wrap=True, fontsize=8, transform=ax.transAxes)
+    save_figure(fig, out_png, by_system=False)
+
+
 def save_bars(frame: pd.DataFrame, out_png: Path, title: str, ylabel: str) -> None:
     """One bar group per row of ``frame``'s index, one bar per column."""
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.errors import NotApplicable
 from commgnn.report.figures.plotting import save_table
 from commgnn.report.figures.rapidgnn_runs import (
     BASELINES,
@@ -105,27 +106,28 @@ def _ours_paper(ours: float, spread: float, paper: float) -> str:
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     data = speedups(main_cells(load_runs(inputs)))
-    if not data.empty:
-        data = with_averages(data)
-    shown = pd.DataFrame()
-    if not data.empty:
-        wide = data.assign(
-            step=[_ours_paper(*v) for v in zip(data["step_speedup"],
-                                               data.get("step_speedup_std"),
-                                               data["paper_step_speedup"], strict=True)],
-            net=[_ours_paper(*v) for v in zip(data["network_speedup"],
-                                              data.get("network_speedup_std"),
-                                              data["paper_network_speedup"], strict=True)])
-        wide["row"] = [f"{AVERAGE}, {n}" if d == AVERAGE else
-                       f"{d}{f' ({p})' if p else ''}, {int(w)} workers, {n}"
-                       for d, p, w, n in zip(wide["dataset"], wide["paper_dataset"].fillna(""),
-                                             wide["workers"], wide["network"], strict=True)]
-        wide["B"] = wide["batch_size"].map(lambda b: "" if pd.isna(b) else f"{int(b)}")
-        shown = wide.pivot_table(index=["row", "B"], columns="baseline",
-                                 values=["step", "net"], aggfunc="first", sort=False)
-        shown.columns = [f"{'step' if k == 'step' else 'network'} vs {b}"
-                         for k, b in shown.columns]
-        shown = shown.reset_index().fillna("")
+    if data.empty:
+        raise NotApplicable("no cell runs rapidgnn beside a baseline (default on a metis or "
+                            "random partitioning, or default's GCN) with the same seed: "
+                            "add one to the experiment")
+    data = with_averages(data)
+    wide = data.assign(
+        step=[_ours_paper(*v) for v in zip(data["step_speedup"],
+                                           data.get("step_speedup_std"),
+                                           data["paper_step_speedup"], strict=True)],
+        net=[_ours_paper(*v) for v in zip(data["network_speedup"],
+                                          data.get("network_speedup_std"),
+                                          data["paper_network_speedup"], strict=True)])
+    wide["row"] = [f"{AVERAGE}, {n}" if d == AVERAGE else
+                   f"{d}{f' ({p})' if p else ''}, {int(w)} workers, {n}"
+                   for d, p, w, n in zip(wide["dataset"], wide["paper_dataset"].fillna(""),
+                                         wide["workers"], wide["network"], strict=True)]
+    wide["B"] = wide["batch_size"].map(lambda b: "" if pd.isna(b) else f"{int(b)}")
+    shown = wide.pivot_table(index=["row", "B"], columns="baseline",
+                             values=["step", "net"], aggfunc="first", sort=False)
+    shown.columns = [f"{'step' if k == 'step' else 'network'} vs {b}"
+                     for k, b in shown.columns]
+    shown = shown.reset_index().fillna("")
     save_table(shown, out_png, "RapidGNN speedup: ours ± spread over seeds (paper); target time",
-               "no RapidGNN run with a baseline in the same cell", width=15)
+               "no rows", width=15)
     return data
