@@ -233,7 +233,7 @@ CLAIMS: list[Claim] = [
           measure=_switch_share, band=fixed_band(0.0, 0.12),
           direction=None, systems=SYSTEMS, where="§5.4.2, Table 8",
           notes=("grappa_table3, not grappa_table8: the direction test needs DGL-METIS's "
-                 "epoch time, and grappa_table8 pools Grappa's ablation variants",)),
+                 "epoch time",)),
     Claim(id="grappa-vs-clustergcn-accuracy", paper="Grappa",
           claim="Grappa is more accurate than Cluster-GCN on GCN-2.",
           paper_value="-0.0273 (0.7390 vs 0.7663)", figure="grappa_table5",
