@@ -33,11 +33,20 @@ if workflow.is_main_process:
         _config_failure(HostError(listing(_paths)))
 
 
+# Under the slurm executor, a job no node of its partition can hold would pend for ever:
+# stop before the first submission, one line per such rule (commgnn.slurm_fit). Snakemake
+# keeps one onstart handler: both checks live in this one.
 onstart:
     if workflow.local_exec and config.get("experiments"):
         _host = training_host_problems(config.get("training") or {})
         if _host:
             _config_failure(HostError(listing(_host)))
+    from commgnn.slurm_fit import workflow_problems as _slurm_problems
+
+    _unfit = _slurm_problems(workflow)
+    if _unfit:
+        print("\n".join(_unfit), file=sys.stderr)
+        sys.exit(1)
 
 
 RESULTS = config.get("results_dir", "results")
