@@ -106,7 +106,7 @@ def test_every_working_rule_declares_resources(repo_root, tmp_path):
         "datasets": {"tiny": {"source": "synthetic", "preset": "tiny"}},
         "partitionings": {"metis2": {"method": "metis", "parts": 2}},
         "training": {"epochs": 2, "fanouts": [5, 5], "device": "cuda"},
-        "systems": {"greendygnn-dqn": {"system": "greendygnn", "controller": "dqn"}},
+        "systems": {"greendygnn-dqn": {"system": "greendygnn", "controller": "dqn", "window": 1}},
         "cluster": {"workers_per_node": 1, "cpus_per_worker": 3},
         "experiments": [{"systems": ["default", "rapidgnn", "greendygnn-dqn"],
                          "datasets": ["tiny"], "partitionings": ["metis2"],

@@ -3,10 +3,14 @@
 :func:`config_problems` checks what follows from the config alone (a partitioning with
 more parts than its datasets have nodes, fewer chunks than parts, split fractions past 1,
 evaluation fan-outs of another depth than the model, network links or congested machines
-that do not exist, RPC timeouts shorter than one emulated round trip, references to
-undefined names, named models that cannot be built …); :func:`host_problems` what
-depends on the machine the workers will run on (the results directory, a dataset path,
-the network interface and master address, a free master port, a CUDA device). Each
+that do not exist, a congestion schedule that never fires within the epochs of the runs
+that use it, RPC timeouts shorter than one emulated round trip, references to undefined
+names, named models that cannot be built …; what a system's options cannot do in an
+experiment cell is its own ``run_problems``, checked by
+:func:`~commgnn.train.spec.expand_experiments`); :func:`host_problems` what depends on
+the machine the workers will run on (the results directory, a dataset path, a file a
+system's options name (``System.path_problems``), the network interface and master
+address, a free master port, a CUDA device). Each
 problem is one line ``<key path>: <value>: what is wrong``; :func:`check_config` raises
 one :class:`~commgnn.errors.ConfigError` (or :class:`~commgnn.errors.HostError`) listing
 all of them.
@@ -154,17 +158,45 @@ def _experiment_items(config: dict) -> Iterator[tuple[int, dict]]:
 
 
 def _reference_problems(config: dict) -> list[str]:
-    """Names that must be defined: ``control.network``."""
+    """Names that must be defined: ``control.network``, a network of the experiment
+    matrix when a run gets the pipeline's policy (the workflow calibrates those runs'
+    workload on a run of the matrix that uses it)."""
     from commgnn.train.spec import network_spec
 
-    problems = []
     control_network = (config.get("control") or {}).get("network")
-    if control_network is not None:
-        try:
-            network_spec(config, control_network)
-        except ValueError as exc:
-            problems.append(f"control.network: {exc}")
-    return problems
+    if control_network is None:
+        return []
+    try:
+        network_spec(config, control_network)
+    except ValueError as exc:
+        return [f"control.network: {exc}"]
+    used = {network for _, experiment in _experiment_items(config)
+            for network in experiment["networks"]}
+    wanting = _policy_experiments(config)
+    if wanting and control_network not in used:
+        return [f"control.network: {control_network!r}: no experiment runs on it, and the "
+                f"workload of the dqn runs that get the pipeline's policy (experiments"
+                f"{wanting}) is calibrated on a network of the experiment matrix "
+                f"({', '.join(sorted(used))})"]
+    return []
+
+
+def _policy_experiments(config: dict) -> list[int]:
+    """The experiments with a system that gets the pipeline's policy
+    (``System.wants``)."""
+    from commgnn.systems.registry import resolve_system
+
+    indices = []
+    for index, experiment in _experiment_items(config):
+        for name in experiment.get("systems", []):
+            try:
+                cls, options = resolve_system(config, name, f"experiments[{index}].systems")
+            except ConfigError:  # reported by the registry's checks
+                continue
+            if "policy" in cls.wants(options):
+                indices.append(index)
+                break
+    return indices
 
 
 def _model_problems(config: dict) -> list[str]:
@@ -284,29 +316,115 @@ def _network_uses(config: dict) -> dict[str, set[int]]:
     return uses
 
 
+def _network_runs(config: dict) -> dict[str, dict[tuple[int, int], list[int]]]:
+    """For each network name an experiment runs on: (workers, epochs) → the
+    experiments that run it so (an experiment's own ``epochs`` over the training's)."""
+    epochs = (config.get("training") or {}).get("epochs", 3)
+    parts = {name: spec["parts"] for name, spec in config.get("partitionings", {}).items()}
+    runs: dict[str, dict[tuple[int, int], list[int]]] = {}
+    for index, experiment in _experiment_items(config):
+        length = experiment.get("epochs", epochs)
+        for part in experiment["partitionings"]:
+            if part not in parts:
+                continue
+            for network in experiment["networks"]:
+                found = runs.setdefault(network, {}).setdefault((parts[part], length), [])
+                if index not in found:
+                    found.append(index)
+    return runs
+
+
 def _network_problems(config: dict) -> list[str]:
     """Links and congested machines that exist for every worker count the network runs
-    with, and a schedule the emulator can build."""
+    with, a schedule the emulator can build, and a congestion schedule that delays some
+    traffic within every run length it is used with."""
     from commgnn.dist.netem import network_from_spec
 
     epochs = (config.get("training") or {}).get("epochs", 3)
     problems = []
     networks = config.get("networks") or {}
+    runs = _network_runs(config)
     for name, workers in sorted(_network_uses(config).items()):
         spec = networks.get(name)
         if spec is None:
             continue  # a preset, or undefined (reported by the experiment expansion)
         where = f"networks.{name}"
+        found = []
         for count in sorted(workers):
-            found = _link_problems(where, spec, count) + _congestion_problems(where, spec,
-                                                                              count)
-            if not found:
+            here = _link_problems(where, spec, count) + _congestion_problems(where, spec,
+                                                                             count)
+            if not here:
                 try:
                     network_from_spec(spec, count, num_epochs=epochs)
                 except ValueError as exc:  # netem refuses it (anything else is a bug)
-                    found = [f"{where}: {exc} (with {count} workers)"]
-            problems += found
+                    here = [f"{where}: {exc} (with {count} workers)"]
+            found += here
+        problems += found or _silent_congestion_problems(where, spec, runs.get(name, {}))
     return problems
+
+
+def _silent_congestion_problems(where: str, spec: dict,
+                                runs: dict[tuple[int, int], list[int]]) -> list[str]:
+    """A congestion schedule that never delays anything in runs of the epochs (and
+    workers) it is used with: its onset or warm-up at or past the run's end (or on the
+    final epoch that ``final_clean`` keeps clean), an epoch table of later epochs only,
+    zero delays, no traffic class. The ``clean`` scenario is a control: exempt."""
+    from commgnn.dist.congestion import NoCongestion, TimeSchedule, default_congested_traffic
+    from commgnn.dist.netem import network_from_spec
+
+    congestion = spec.get("congestion") or {}
+    if congestion.get("kind", "none") == "none" or congestion.get("name") == "clean":
+        return []
+    if default_congested_traffic(congestion) == []:
+        return [f"{where}.congestion.applies_to: []: delays no traffic class"]
+    silent: dict[int, list[int]] = {}  # epochs -> experiments
+    for (workers, epochs), indices in sorted(runs.items()):
+        try:
+            schedule = network_from_spec(spec, workers, num_epochs=epochs).congestion
+        except ValueError:
+            continue  # refused where it is built (the checks above)
+        if isinstance(schedule, NoCongestion):
+            continue
+        if isinstance(schedule, TimeSchedule):
+            fires = any(delays for _, delays in schedule.to_dict()["segments"])
+        else:
+            fires = any(schedule.node_delays_s(epoch) for epoch in range(epochs))
+        if not fires:
+            silent.setdefault(epochs, [])
+            silent[epochs] += [i for i in indices if i not in silent[epochs]]
+    problems = []
+    for epochs, indices in sorted(silent.items()):
+        cause, why = _silent_cause(congestion, epochs)
+        problems.append(f"{where}.congestion.{cause}: never fires in a {epochs}-epoch run"
+                        f"{why} ({', '.join(f'experiments[{i}]' for i in sorted(indices))})")
+    return problems
+
+
+def _silent_cause(congestion: dict, epochs: int) -> tuple[str, str]:
+    """``<key>: <value>`` of the setting that keeps a congestion schedule from firing in
+    an ``epochs``-epoch run (:func:`_silent_congestion_problems`), and why, if not plain."""
+    from commgnn.dist.congestion import GREENDYGNN_WARMUP_EPOCHS, SCENARIO_ONSET_EPOCH
+
+    kind = congestion["kind"]
+    delay = congestion.get("delay_ms")
+    if kind in ("scenario", "greendygnn") and delay is not None and \
+            not any(float(d) > 0 for d in (delay if isinstance(delay, list) else [delay])):
+        return f"delay_ms: {delay!r}", ": no delay"
+    if kind in ("scenario", "greendygnn"):
+        key, default = (("onset_epoch", SCENARIO_ONSET_EPOCH) if kind == "scenario"
+                        else ("warmup_epochs", GREENDYGNN_WARMUP_EPOCHS))
+        first = congestion.get(key, default)
+        cause = f"{key}: {first!r}" + ("" if key in congestion else " (the default)")
+        if first == epochs - 1 and congestion.get("final_clean", True):
+            return cause, (": its first congested epoch is the final one, which "
+                           "final_clean keeps clean")
+        return cause, ""
+    if kind == "epochs":
+        table = sorted(int(e) for e in congestion.get("table") or {})
+        if all(e >= epochs for e in table) and not congestion.get("period"):
+            return f"table: epochs {table}", f" (epochs 0..{epochs - 1})"
+        return f"table: {congestion.get('table')!r}", ""
+    return f"segments: {congestion.get('segments')!r}", ": no segment delays a machine"
 
 
 def _link_problems(where: str, spec: dict, workers: int) -> list[str]:
@@ -406,11 +524,26 @@ def host_problems(config: dict) -> list[str]:
 
 
 def path_problems(config: dict) -> list[str]:
-    """A results directory that is (or can become) a writable directory, and dataset
-    paths that exist."""
+    """A results directory that is (or can become) a writable directory, dataset paths
+    and the files the ``systems`` entries name (``System.path_problems``) that exist."""
     problems = _results_problems(config.get("results_dir", "results"))
     for name, spec in config.get("datasets", {}).items():
         problems += _dataset_path_problems(name, spec)
+    return problems + _system_path_problems(config)
+
+
+def _system_path_problems(config: dict) -> list[str]:
+    """Files the options of each ``systems`` entry name (``System.path_problems``)."""
+    from commgnn.systems.registry import resolve_system
+
+    problems = []
+    for name in config.get("systems") or {}:
+        where = f"systems.{name}"
+        try:
+            cls, options = resolve_system(config, name, where)
+        except ConfigError:  # reported by the config checks
+            continue
+        problems += cls.path_problems(where, options)
     return problems
 
 

@@ -123,12 +123,13 @@ def test_validate_refuses_other_models_and_clusters_not_a_multiple_of_workers():
     with pytest.raises(ConfigError) as caught:
         expand_experiments(config)
     lines = str(caught.value).splitlines()
-    assert lines[0] == "4 problems:"  # gat twice, C = 7 twice
-    assert any(line.endswith("experiment cell clustergcn/tiny/m2/gat_b64_none_s0: "
-                             "system 'clustergcn' trains GCN only (Cluster-GCN's "
-                             "normalisation is a GCN's), not 'gat'") for line in lines)
-    assert any("cg7/tiny/m2/gcn_b64_none_s0: systems.cg7.clusters = 7 is not a multiple "
-               "of the 2 workers" in line for line in lines)
+    assert lines[0] == "3 problems:"  # gat twice, C = 7 once for both of its cells
+    assert "  experiment cell clustergcn/tiny/m2/gat_b64_none_s0: system 'clustergcn' " \
+        "trains GCN only (Cluster-GCN's normalisation is a GCN's), not 'gat' " \
+        "(experiments[0])" in lines
+    assert "  systems.cg7.clusters: 7: not a multiple of the 2 workers (each worker " \
+        "clusters its own partition into clusters / workers) (experiments[0], run " \
+        "cg7/tiny/m2/gcn_b64_none_s0 and 1 other run)" in lines
     config["experiments"][0].update(systems=["clustergcn"], models=["gcn"])
     assert len(expand_experiments(config)) == 1
 
@@ -139,8 +140,9 @@ def test_the_partition_check_refuses_too_many_clusters(tiny_inputs):
     ClusterGCNSystem({"clusters": 2 * smallest}).check_partition(partition, 2)
     with pytest.raises(ConfigError, match=f"only {smallest} nodes"):
         ClusterGCNSystem({"clusters": 2 * smallest + 2}).check_partition(partition, 2)
-    with pytest.raises(ConfigError, match="clusters = 9 is not a multiple of the 2 workers"):
-        ClusterGCNSystem({"clusters": 9}).check_partition(partition, 2)
+    with pytest.raises(ConfigError, match=r"^systems\.cg9\.clusters: 9: not a multiple of "
+                                          r"the 2 workers"):
+        ClusterGCNSystem({"clusters": 9}, where="systems.cg9").check_partition(partition, 2)
 
 
 # -- real runs -----------------------------------------------------------------------------

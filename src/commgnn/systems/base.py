@@ -43,6 +43,7 @@ from commgnn.dist.feature_store import FetchCounts
 from commgnn.sampling.block import MiniBatch
 
 if TYPE_CHECKING:
+    from commgnn.cluster import DatasetShape
     from commgnn.data.store import GraphDataset
     from commgnn.partition import Partition
     from commgnn.train.context import WorkerContext
@@ -254,15 +255,60 @@ class System(ABC):
         return lines
 
     @classmethod
-    def run_problems(cls, spec: RunSpec) -> list[str]:
-        """What this system cannot run in an experiment cell (a model, network or device
-        it does not support), one line each; checked when the config is validated.
+    def run_problems(cls, spec: RunSpec, shape: DatasetShape | None = None) -> list[str]:
+        """What this system cannot run in an experiment cell, one line each, checked when
+        the config is validated (``commgnn validate``, the workflow before any job): a
+        model, network or device it does not support, and an option the run makes
+        meaningless — one that exceeds what the run has (its workers, epochs or steps,
+        another option's value). ``shape``: the cell's dataset shape where the config fixes
+        it (:func:`commgnn.cluster.dataset_shape`; None otherwise), for bounds such as
+        :meth:`max_steps_per_epoch`. An option's line names the key the user wrote,
+        ``systems.<spec.system>.<key>: <value>: …`` (:meth:`option_problem`);
+        :func:`~commgnn.train.spec.expand_experiments` appends the experiment and the run.
         Default: nothing."""
         return []
 
+    @classmethod
+    def path_problems(cls, where: str, options: dict) -> list[str]:
+        """Files and directories the (resolved) ``options`` of the ``systems`` entry
+        ``where`` name that this host lacks, one line each naming ``where.<key>``;
+        checked with the dataset paths (:func:`commgnn.checks.path_problems`: ``commgnn
+        validate`` but with ``--no-host``, the workflow before it builds its DAG).
+        Default: nothing."""
+        return []
+
+    @classmethod
+    def with_defaults(cls, options: dict) -> dict:
+        """``options`` (a run spec's, already validated) with every declared default
+        filled in where they leave a key out."""
+        return {**{key: prop.get("default") for key, prop in
+                   cls.option_properties().items()}, **options}
+
+    @classmethod
+    def option_problem(cls, spec: RunSpec, key: str, why: str) -> str:
+        """One :meth:`run_problems` line about option ``key``, naming the user's key path
+        (``systems.<the name the experiment wrote>.<key>``) and the value (its default
+        where the options leave it out)."""
+        value = spec.system_options.get(key, cls.option_properties().get(key, {}).get(
+            "default"))
+        return f"systems.{spec.system}.{key}: {value!r}: {why}"
+
+    @staticmethod
+    def max_steps_per_epoch(spec: RunSpec, shape: DatasetShape | None) -> int | None:
+        """An upper bound of the steps any worker runs per epoch with the loop's
+        schedules (own partitions or the global split: never more batches than the whole
+        training set makes), or None when the shape is unknown. One training node more
+        than ``shape`` says: its split rounds the fraction ``floor(f·n + 1e-9)``."""
+        if shape is None:
+            return None
+        return max(1, math.ceil((shape.train_nodes + 1) / spec.batch_size))
+
     # -- lifecycle -----------------------------------------------------------------------
-    def __init__(self, options: dict | None = None) -> None:
-        self.options = self.resolve_options(options or {})
+    def __init__(self, options: dict | None = None, where: str | None = None) -> None:
+        #: The config key of the system's entry as the run's config wrote it
+        #: (``systems.<name>``, a variant's own name), which run-time refusals name.
+        self.where = where or f"systems.{self.name}"
+        self.options = self.resolve_options(options or {}, self.where)
 
     def check_partition(self, partition: Partition, world_size: int) -> None:
         """Refuse a partition this system cannot train on (before any process group).

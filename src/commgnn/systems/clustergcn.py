@@ -136,31 +136,46 @@ class ClusterGCNSystem(System):
 
     # -- declarations --------------------------------------------------------------------
     @classmethod
-    def run_problems(cls, spec) -> list[str]:
-        where = f"experiment cell {spec.run_id}"
+    def run_problems(cls, spec, shape=None) -> list[str]:
+        """GCN only; ``clusters`` a multiple of the workers and, per worker, no more than
+        the nodes of the smallest part can be (``nodes // workers``, where the dataset's
+        shape is known: the partition's own sizes are checked at run time); batches of no
+        more clusters than a worker has."""
         problems = []
         if spec.architecture != "gcn":
-            problems.append(f"{where}: system 'clustergcn' trains GCN only (Cluster-GCN's "
-                            f"normalisation is a GCN's), not {spec.model!r}")
-        clusters = int(spec.system_options.get("clusters", cls.options["clusters"]["default"]))
-        if clusters % spec.workers:
-            problems.append(f"{where}: systems.{spec.system}.clusters = {clusters} is not a "
-                            f"multiple of the {spec.workers} workers (each worker clusters "
-                            "its own partition into clusters / workers)")
+            problems.append(f"experiment cell {spec.run_id}: system 'clustergcn' trains "
+                            "GCN only (Cluster-GCN's normalisation is a GCN's), not "
+                            f"{spec.model!r}")
+        options = cls.with_defaults(spec.system_options)
+        clusters, workers = int(options["clusters"]), spec.workers
+        per_worker = clusters // workers
+        if clusters % workers:
+            problems.append(cls.option_problem(
+                spec, "clusters", f"not a multiple of the {workers} workers (each worker "
+                "clusters its own partition into clusters / workers)"))
+        elif shape is not None and per_worker > shape.nodes // workers:
+            problems.append(cls.option_problem(
+                spec, "clusters", f"{per_worker} clusters per worker, but the smallest of "
+                f"{workers} parts of dataset {spec.dataset!r} ({shape.nodes} nodes) has at "
+                f"most {shape.nodes // workers}"))
+        if not clusters % workers and options["clusters_per_batch"] > per_worker:
+            problems.append(cls.option_problem(
+                spec, "clusters_per_batch", f"more than the {per_worker} clusters a worker "
+                f"has (clusters {clusters} / {workers} workers): no batch holds more"))
         return problems
 
     def check_partition(self, partition, world_size: int) -> None:
         super().check_partition(partition, world_size)
         clusters = self.options["clusters"]
         if clusters % world_size:
-            raise ConfigError(f"systems.clustergcn.clusters = {clusters} is not a multiple of "
-                              f"the {world_size} workers")
+            raise ConfigError(f"{self.where}.clusters: {clusters}: not a multiple of the "
+                              f"{world_size} workers")
         per_worker = clusters // world_size
         sizes = np.asarray(partition.book.sizes())
         smallest = int(np.argmin(sizes))
         if per_worker > sizes[smallest]:
-            raise ConfigError(f"systems.clustergcn.clusters = {clusters}: {per_worker} "
-                              f"clusters per worker, but part {smallest} has only "
+            raise ConfigError(f"{self.where}.clusters: {clusters}: {per_worker} clusters "
+                              f"per worker, but part {smallest} has only "
                               f"{int(sizes[smallest])} nodes")
 
     # -- setup ---------------------------------------------------------------------------

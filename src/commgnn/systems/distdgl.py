@@ -177,7 +177,7 @@ class DistDGL(System):
     }
 
     @classmethod
-    def run_problems(cls, spec: RunSpec) -> list[str]:
+    def run_problems(cls, spec: RunSpec, shape=None) -> list[str]:
         """DistDGL here trains GraphSAGE or GCN on CPU over DGL's own (unshaped) sockets."""
         where = f"experiment cell {spec.run_id}"
         problems = []
@@ -207,7 +207,7 @@ class DistDGL(System):
         from commgnn.distdgl import SCRIPTS
         from commgnn.train.loop import publish_run
 
-        system = cls(spec.system_options)
+        system = cls(spec.system_options, where=f"systems.{spec.system}")
         problems = cls.run_problems(spec)
         if problems:
             raise ConfigError(problems[0])

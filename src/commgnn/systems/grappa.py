@@ -243,6 +243,43 @@ class GrappaSystem(System):
         "phases": "max", "deficit_switch": "max", "halo_hops": "max",
     }
 
+    # -- declarations --------------------------------------------------------------------
+    @classmethod
+    def run_problems(cls, spec, shape=None) -> list[str]:
+        """Options the cell makes meaningless: more active workers than the run has; a
+        super-epoch that outlasts the run (no switch would ever happen; unless the
+        coverage-deficit trigger switches); a switching setting ``fixed`` ignores; a
+        deficit patience longer than any epoch (the run of deficit steps restarts each
+        epoch, so the trigger could never fire)."""
+        options = cls.with_defaults(spec.system_options)
+        problems = []
+        workers, epochs = spec.workers, int(spec.get("epochs"))
+        if options["active_workers"] > workers:
+            problems.append(cls.option_problem(
+                spec, "active_workers", f"more than the run's {workers} workers (0: all "
+                "of them)"))
+        length, threshold = options["super_epoch_epochs"], options["deficit_threshold"]
+        if options["switching"] == "fixed":
+            problems += [cls.option_problem(spec, key, "switching: fixed never switches "
+                                            "partitions")
+                         for key, unset in (("super_epoch_epochs", 0),
+                                            ("deficit_threshold", None))
+                         if options[key] != unset]
+        elif threshold is None and length > max(1, epochs - 1):
+            problems.append(cls.option_problem(
+                spec, "super_epoch_epochs", f"the partitions never switch in a "
+                f"{epochs}-epoch run (the first switch comes after {length} epochs; "
+                "switching: fixed keeps them on purpose)"))
+        if threshold is not None and options["switching"] == "sweep":
+            steps = (1 if options["mode"] == "fullgraph"
+                     else cls.max_steps_per_epoch(spec, shape))
+            if steps is not None and options["deficit_patience"] > steps:
+                problems.append(cls.option_problem(
+                    spec, "deficit_patience", f"more than the at most {steps} steps of an "
+                    "epoch (the count restarts every epoch): the deficit trigger never "
+                    "fires"))
+        return problems
+
     # -- setup ---------------------------------------------------------------------------
     def check_partition(self, partition, world_size: int) -> None:
         if partition.workers != world_size:
@@ -250,8 +287,8 @@ class GrappaSystem(System):
                               f"{partition.workers} workers, the run has {world_size}")
         active = self.options["active_workers"]
         if active > world_size:
-            raise ConfigError(f"systems.grappa.active_workers = {active} > {world_size} "
-                              "workers")
+            raise ConfigError(f"{self.where}.active_workers: {active}: more than the run's "
+                              f"{world_size} workers (0: all of them)")
 
     def setup(self, ctx, model, optimizer) -> None:
         self.ctx, self.model, self.optimizer = ctx, model, optimizer

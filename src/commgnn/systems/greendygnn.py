@@ -490,6 +490,80 @@ class GreenDyGNNSystem(System):
                   "presample_sampling_rpcs": "sum", "presample_sampling_bytes": "sum",
                   "sampler_held_max": "max", "policy_fallback": "max"}
 
+    # -- declarations --------------------------------------------------------------------
+    @classmethod
+    def run_problems(cls, spec, shape=None) -> list[str]:
+        """Options the cell makes meaningless: a ``policy`` no controller but ``dqn``
+        reads, or one trained for another number of workers or windows; for the
+        heuristic and dqn controllers, a warm-up longer than the run (the congestion
+        baseline is never set, so they never see congestion) and a first window as long
+        as the whole run (they never decide one). A policy file that does not exist is a
+        path problem (:meth:`path_problems`)."""
+        options = cls.with_defaults(spec.system_options)
+        controller, policy = options["controller"], options["policy"]
+        problems = []
+        if policy and controller != "dqn":
+            problems.append(cls.option_problem(
+                spec, "policy", f"only the dqn controller reads a policy (controller: "
+                f"{controller})"))
+        if policy and controller == "dqn":
+            problems += cls._policy_problems(spec, policy)
+        if controller in ("heuristic", "dqn"):
+            epochs = int(spec.get("epochs"))
+            if options["warmup_epochs"] > epochs:
+                problems.append(cls.option_problem(
+                    spec, "warmup_epochs", f"more than the run's {epochs} epochs: the "
+                    f"congestion baseline is never set, the {controller} controller never "
+                    "sees congestion"))
+            steps = cls.max_steps_per_epoch(spec, shape)
+            if steps is not None and options["window"] >= steps * epochs:
+                problems.append(cls.option_problem(
+                    spec, "window", f"not shorter than the run (at most {steps * epochs} "
+                    f"steps: {epochs} epochs of at most {steps}): the first window lasts "
+                    f"to its end, the {controller} controller never decides one"))
+        return problems
+
+    @classmethod
+    def _policy_problems(cls, spec, policy: str) -> list[str]:
+        """An existing policy file (or directory) unreadable, or trained for another
+        number of workers or set of windows than the run's."""
+        from commgnn.control.dqn import load_policy
+        from commgnn.errors import InputError
+
+        path = Path(policy) / "policy.pt" if Path(policy).is_dir() else Path(policy)
+        if not path.is_file():
+            return []  # a path problem
+        try:
+            _, metadata = load_policy(path)
+        except InputError as exc:
+            return [cls.option_problem(spec, "policy", str(exc))]
+        problems = []
+        world = metadata.get("world")
+        if world is not None and int(world) != spec.workers:
+            problems.append(cls.option_problem(
+                spec, "policy", f"trained for {world} workers, the run has {spec.workers}"))
+        windows = metadata.get("windows")
+        if windows is not None and list(windows) != list(WINDOWS):
+            problems.append(cls.option_problem(
+                spec, "policy", f"trained for windows {list(windows)}, the controller's are "
+                f"{list(WINDOWS)}"))
+        return problems
+
+    @classmethod
+    def path_problems(cls, where: str, options: dict) -> list[str]:
+        """The dqn controller's ``policy``: a file, or a directory holding ``policy.pt``."""
+        options = cls.with_defaults(options)
+        policy = options["policy"]
+        if not policy or options["controller"] != "dqn":
+            return []
+        path = Path(policy)
+        if path.is_dir():
+            if not (path / "policy.pt").is_file():
+                return [f"{where}.policy: {policy!r}: a directory without policy.pt"]
+        elif not path.is_file():
+            return [f"{where}.policy: {policy!r}: no such file"]
+        return []
+
     @property
     def presampled(self) -> bool:
         """Stage 1 reads the presample (``sampler: presample``) instead of sampling."""
@@ -541,8 +615,10 @@ class GreenDyGNNSystem(System):
         self.policy_fallback = int(getattr(self.controller, "fallback", None) is not None)
         trained_for = getattr(self.controller, "metadata", {}).get("world")
         if trained_for is not None and int(trained_for) != ctx.world_size:
-            raise ConfigError(f"{policy}: policy trained for {trained_for} workers, the run "
-                              f"has {ctx.world_size}")
+            named = (f"{self.where}.policy: {policy!r}" if self.options.get("policy")
+                     else f"{policy} (the pipeline's policy)")
+            raise ConfigError(f"{named}: trained for {trained_for} workers, the run has "
+                              f"{ctx.world_size}")
         self.estimator = CongestionEstimator(
             self.remote_owners, warmup_epochs=int(self.options["warmup_epochs"]),
             recent=int(self.options["recent_rtts"]),

@@ -265,15 +265,24 @@ class HopGNNSystem(System):
     }
 
     @classmethod
-    def run_problems(cls, spec) -> list[str]:
+    def run_problems(cls, spec, shape=None) -> list[str]:
         """Naive mode sizes the partial first-layer aggregates it carries for the built-in
-        architectures only (:func:`naive_state_width`), not for a named PyG conv."""
+        architectures only (:func:`naive_state_width`), not for a named PyG conv; a fixed
+        merge count removes at most ``N − 1`` of an iteration's ``N`` time steps (one per
+        machine, ``N`` = the workers)."""
         options = spec.system_options
+        problems = []
         if options.get("mode") == "naive" and spec.architecture not in NAIVE_ARCHITECTURES:
-            return [f"run {spec.run_id}: hopgnn mode naive carries the partial first-layer "
-                    f"aggregates of {list(NAIVE_ARCHITECTURES)} only, not "
-                    f"{spec.architecture!r}"]
-        return []
+            problems.append(f"run {spec.run_id}: hopgnn mode naive carries the partial "
+                            f"first-layer aggregates of {list(NAIVE_ARCHITECTURES)} only, "
+                            f"not {spec.architecture!r}")
+        merges = options.get("merges", cls.options["merges"]["default"])
+        if options.get("merging") == "fixed" and merges > spec.workers - 1:
+            problems.append(cls.option_problem(
+                spec, "merges", f"more than a {spec.workers}-worker iteration can merge "
+                f"away ({spec.workers - 1}: it has {spec.workers} time steps, one per "
+                "machine, and keeps one)"))
+        return problems
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)

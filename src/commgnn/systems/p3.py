@@ -290,11 +290,22 @@ class P3System(DefaultSystem):
     # the options are default's: schedule and sampling
 
     @classmethod
-    def run_problems(cls, spec) -> list[str]:
+    def run_problems(cls, spec, shape=None) -> list[str]:
+        """The architectures whose first layer it splits; a pipeline shorter than an
+        epoch (deeper, every batch's first layer would start with the epoch's first
+        step: the depth would not be the one asked for)."""
+        problems = []
         if spec.architecture not in SPLITS:
-            return [f"run {spec.run_id}: p3 splits the first layer of "
-                    f"{sorted(SPLITS)} only, not {spec.architecture!r}"]
-        return []
+            problems.append(f"run {spec.run_id}: p3 splits the first layer of "
+                            f"{sorted(SPLITS)} only, not {spec.architecture!r}")
+        depth = spec.system_options.get("pipeline", 0)
+        steps = cls.max_steps_per_epoch(spec, shape)
+        if depth and steps is not None and depth >= steps:
+            problems.append(cls.option_problem(
+                spec, "pipeline", f"not fewer than the at most {steps} steps of an epoch "
+                f"(dataset {spec.dataset!r}, batch {spec.batch_size}): every batch's "
+                "first layer would start with the epoch's first step"))
+        return problems
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)

@@ -264,7 +264,7 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
     torch.set_num_threads(worker_threads(spec.workers))
     system_cls = get_system(spec.base_system)
-    system = system_cls(spec.system_options)
+    system = system_cls(spec.system_options, where=f"systems.{spec.system}")
     missing = sorted(set(system_cls.needs) - set(paths.inputs))
     if missing:
         raise ConfigError(f"system {spec.system!r} needs pipeline inputs {missing} "

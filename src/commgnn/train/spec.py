@@ -198,7 +198,8 @@ def expand_experiments(config: dict) -> list[RunSpec]:
 
     Checks the config first (:func:`commgnn.systems.registry.check_config`, then every
     cross-field constraint of :func:`commgnn.checks.config_problems`), then each cell
-    against its system (``System.run_problems``); each run's
+    against its system (``System.run_problems``, with the dataset's shape; each line
+    followed by the experiment and the run it comes from); each run's
     ``system_options`` are its system's resolved options (defaults filled in, ``system``
     naming the implementation). Raises :class:`~commgnn.config.ConfigError`.
     """
@@ -212,6 +213,7 @@ def expand_experiments(config: dict) -> list[RunSpec]:
         raise ConfigError(listing(problems))
     training = {**TRAINING_DEFAULTS, **config.get("training", {})}
     runs: dict[str, RunSpec] = {}
+    experiment_of: dict[str, int] = {}  # run id -> the first experiment that has it
     for index, exp in enumerate(config.get("experiments", [])):
         exp = {**EXPERIMENT_DEFAULTS, **exp}
         for key, section in (("datasets", "datasets"), ("partitionings", "partitionings")):
@@ -239,13 +241,48 @@ def expand_experiments(config: dict) -> list[RunSpec]:
                 system_options=options, model_options=named,
             )
             first = runs.setdefault(spec.run_id, spec)
+            experiment_of.setdefault(spec.run_id, index)
             if first != spec:
                 raise ConfigError(f"experiments[{index}]: run {spec.run_id} is also in an "
                                   "earlier experiment with other settings (epochs)")
-    from commgnn.systems.registry import get_system
-
-    problems = [problem for spec in runs.values()
-                for problem in get_system(spec.base_system).run_problems(spec)]
+    problems = _run_problems(config, list(runs.values()), experiment_of)
     if problems:
         raise ConfigError(listing(problems))
     return list(runs.values())
+
+
+def _run_problems(config: dict, runs: list[RunSpec], experiment_of: dict[str, int]
+                  ) -> list[str]:
+    """Every cell checked against its system (``System.run_problems``, given the dataset's
+    shape where the config fixes it), each line followed by where it comes from: the
+    experiment and the run (``run X and N other runs`` when a problem repeats over an
+    experiment's cells)."""
+    import inspect
+
+    from commgnn.cluster import dataset_shape
+    from commgnn.systems.registry import get_system
+
+    shapes = {}
+    for name, entry in (config.get("datasets") or {}).items():
+        try:
+            shapes[name] = dataset_shape(entry)
+        except ValueError:  # no published shape: nothing to bound by
+            shapes[name] = None
+    found: dict[tuple[str, int], list[str]] = {}
+    for spec in runs:
+        cls = get_system(spec.base_system)
+        if "shape" in inspect.signature(cls.run_problems).parameters:
+            lines = cls.run_problems(spec, shape=shapes.get(spec.dataset))
+        else:  # a system declared before the shape was passed
+            lines = cls.run_problems(spec)
+        for line in lines:
+            found.setdefault((line, experiment_of[spec.run_id]), []).append(spec.run_id)
+    problems = []
+    for (line, index), run_ids in found.items():
+        where = f"experiments[{index}]"
+        if not any(run_id in line for run_id in run_ids):
+            others = len(run_ids) - 1
+            where += f", run {run_ids[0]}" + (f" and {others} other run{'s' * (others > 1)}"
+                                               if others else "")
+        problems.append(f"{line} ({where})")
+    return problems
