@@ -141,7 +141,14 @@ def cmd_dilation(args: argparse.Namespace) -> None:
              if ref is None else f"{ref['step_s'] * 1e3:.3f} ms ({ref['source']})")
 
 
+def _attempt_number(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a positive whole number")
+    return int(text)
+
+
 def cmd_train(args: argparse.Namespace) -> None:
+    from commgnn.dist.heartbeat import failed_attempt_error
     from commgnn.dist.launcher import external_env, prestart_fork_server
     from commgnn.train.spec import RunSpec
 
@@ -172,7 +179,10 @@ def cmd_train(args: argparse.Namespace) -> None:
         inputs[name] = path
     paths = RunPaths(dataset=str(args.dataset), partition=str(args.partition),
                      out=str(args.out), checkpoints=str(args.checkpoints), inputs=inputs,
-                     dilation=None if args.dilation is None else str(args.dilation))
+                     dilation=None if args.dilation is None else str(args.dilation),
+                     attempt=args.attempt,
+                     failed_attempt=None if args.failed_log is None
+                     else failed_attempt_error(args.failed_log))
     _probe_arg(args.dilation, spec, args.dataset)  # a bad probe fails before any worker
     summary = run(spec, paths, process_started=process_start())
     acc = summary.get("test_acc")
@@ -357,6 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dilation", type=Path, default=None,
                    help="the workload's compute-step probe (commgnn dilation's output) for "
                         "time_dilation auto; without it the run probes its own")
+    p.add_argument("--attempt", type=_attempt_number, default=1,
+                   help="which attempt at this run this is (the workflow's retry: 2); the "
+                        "summary records it")
+    p.add_argument("--failed-log", type=Path, default=None,
+                   help="the previous, failed attempt's log: its first error goes into the "
+                        "summary")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("dilation", help="measure a workload's compute-only step (time "

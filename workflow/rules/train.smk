@@ -1,6 +1,16 @@
 # Training: one job per experiment cell (system x dataset x partitioning x model x batch
 # size x network x seed), then one table of every run's summary. A run's inputs beyond
 # the dataset and partition are what its system declares it needs (`System.needs`).
+#
+# A failed training job is retried once (`retries`): the run resumes from its last
+# checkpoint (training.resume), and its summary records the attempt, the epoch it resumed
+# from and the first error of the failed attempt, whose log is kept beside the run's
+# (`<log>.attempt<N>`; Snakemake empties a job's log before each attempt).
+
+TRAIN_LOG = (
+    f"{RESULTS}/logs/train/{{system}}/{{dataset}}/{{partitioning}}/"
+    "{model}_b{batch}_{network}_s{seed}.log"
+)
 
 
 rule train:
@@ -24,8 +34,7 @@ rule train:
         launch=train_launch,
         cmd=COMMGNN,
     log:
-        f"{RESULTS}/logs/train/{{system}}/{{dataset}}/{{partitioning}}/"
-        "{model}_b{batch}_{network}_s{seed}.log",
+        TRAIN_LOG,
     benchmark:
         (
             f"{RESULTS}/benchmarks/train/{{system}}/{{dataset}}/{{partitioning}}/"
@@ -42,12 +51,17 @@ rule train:
         gpu=lambda w: train_resources(w).get("gpu", 0),
         tasks_per_gpu=lambda w: train_resources(w).get("tasks_per_gpu", 0),
         mpi=lambda w: train_resources(w).get("mpi"),
+        attempt=lambda w, attempt: attempt,
+    retries: 1
     conda:
         ENV
     shell:
+        "[ {resources.attempt} -gt 1 ] || rm -f {log}.attempt*; "
         "{params.launch} {params.cmd} train --spec {params.spec} --dataset {input.dataset} "
         "--partition {input.partition} --out {output} --checkpoints {params.checkpoints} "
-        "{params.inputs} {params.dilation} > {log} 2>&1"
+        "{params.inputs} {params.dilation} --attempt {resources.attempt} "
+        "$([ {resources.attempt} -gt 1 ] && echo --failed-log {log}.attempt$(({resources.attempt} - 1))) "
+        "> {log} 2>&1 || {{ code=$?; cp {log} {log}.attempt{resources.attempt}; exit $code; }}"
 
 
 # The compute-only step of one workload (dataset, model, fan-outs, batch, workers) on its

@@ -55,6 +55,10 @@ PEER_FAILED_EXIT = 2
 DONE = "done"
 CONTROL_PREFIX = "commgnn-ctl-"
 LAUNCHER_FILE = "launcher.pid"
+#: How a worker ended by its heartbeat thread says why (the CLI: ``commgnn train: error:``).
+ERROR_PREFIX = "commgnn: error:"
+#: A one-line failure in a run's log: a worker's or the command's.
+ERROR_LINE = re.compile(r"^commgnn(?: [\w-]+)?: error: (.*)$", re.M)
 
 
 def alive(pid: int) -> bool:
@@ -166,6 +170,21 @@ def raised(rank: int, exc: BaseException) -> str:
     if isinstance(cause, WorkerFailed):
         return first_line(cause)
     return f"worker {rank} raised {type(cause).__name__}: {first_line(cause)}"
+
+
+def failed_attempt_error(log: Path) -> str:
+    """The error a failed attempt's log ends with: its first ``commgnn …: error:`` line (a
+    worker's or the command's one-line cause), else its last line; says so when the log
+    cannot be read."""
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError as exc:
+        return f"(the failed attempt's log {log} could not be read: {exc.strerror})"
+    found = ERROR_LINE.search(text)
+    if found:
+        return found.group(1).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else f"(the failed attempt's log {log} is empty)"
 
 
 # -- local launcher: a shared directory ---------------------------------------------------
@@ -591,7 +610,7 @@ class Heartbeat:
         """A peer (or the store) failed: say so and end this worker now (its main thread
         may be blocked in a collective for minutes). A peer stopped on this host is
         killed first: a launcher's SIGTERM would wait for it (torchrun: 30 s)."""
-        print(f"commgnn: error: {failure.message}", file=sys.stderr, flush=True)
+        print(f"{ERROR_PREFIX} {failure.message}", file=sys.stderr, flush=True)
         if failure.stopped_pid and failure.rank != self.rank:
             with contextlib.suppress(OSError):
                 os.kill(failure.stopped_pid, signal.SIGKILL)

@@ -268,7 +268,7 @@ class DistDGL(System):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         wall = time.perf_counter() - started
-        summary = _write_records(spec, system, staging, wall, paths.dataset)
+        summary = _write_records(spec, system, staging, wall, paths)
         publish_run(staging, Path(paths.out))
         return summary
 
@@ -362,8 +362,9 @@ CPU_ONLY = "DistDGL 2.1.0's wheels on the package index are CPU builds"
 
 
 def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float,
-                   dataset_dir: str) -> dict:
-    """``epochs.jsonl``, ``summary.json`` and the tidy tables from the trainers' files."""
+                   paths: RunPaths) -> dict:
+    """``epochs.jsonl``, ``summary.json`` and the tidy tables from the trainers' files
+    (a retried attempt starts over: DistDGL keeps no checkpoints)."""
     import socket
 
     import torch
@@ -372,6 +373,7 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float,
     from commgnn.testbed import run_provenance
     from commgnn.train.summary import (
         add_cumulative,
+        attempt_record,
         cpu_plan,
         epoch_summary,
         run_summary,
@@ -401,7 +403,8 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float,
                 "network_mode": "loopback",
                 "device_plan": {**cpu_plan(spec.workers), "setting": spec.get("device"),
                                 "reason": CPU_ONLY},
-                "provenance": run_provenance(dataset_dir),
+                "provenance": run_provenance(paths.dataset),
+                **attempt_record(paths.attempt, paths.failed_attempt),
                 "transport": "DGL sockets on loopback (DistDGL 2.1.0)"}
     summary = run_summary(spec, system, epochs, "none", torch.device("cpu"), "distdgl",
                           run_info)

@@ -80,6 +80,7 @@ from commgnn.train.spec import RunSpec
 from commgnn.train.summary import (
     NETWORK_CLASSES,
     add_cumulative,
+    attempt_record,
     epoch_line,
     epoch_summary,
     run_summary,
@@ -108,6 +109,8 @@ class RunPaths:
     checkpoints: str
     inputs: dict[str, str] = field(default_factory=dict)  # pipeline inputs (System.needs)
     dilation: str | None = None  # the workload's probe (the pipeline's dilation step)
+    attempt: int = 1  # which attempt at the run (the workflow retries a failed one once)
+    failed_attempt: str | None = None  # the previous attempt's one-line error, if retried
 
     @property
     def staging(self) -> Path:
@@ -364,6 +367,8 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
     run_info["setup_s"] = max(setup for setup, _ in setups)
     run_info["hosts"] = [host for _, host in setups]
     run_info["device_plan"] = plan.describe()
+    run_info.update(attempt_record(paths.attempt, paths.failed_attempt,
+                                   start_epoch if start_epoch else None))
     run_info["provenance"] = run_provenance(paths.dataset)
     run_info["network_mode"] = network_mode(  # the run's network, whatever the system's
         network_from_spec(spec.network_spec, world, spec.get("epochs")).emulates(),

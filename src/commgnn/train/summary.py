@@ -75,6 +75,19 @@ DILATION_KEYS = ("time_dilation_source", "workload", "workload_key", "compute_st
                  "run_compute_step_probe_s", "time_dilation_run", "time_dilation_distance",
                  "reference_step_s", "reference_step_source", "reference_step_rule",
                  "reference_step_device")
+#: How the run came to be: which attempt (the workflow retries a failed training job once),
+#: the epoch it resumed from (its checkpoint; null: from the start) and the previous
+#: attempt's one-line error (null on a first attempt).
+ATTEMPT_KEYS = ("attempt", "resumed_from_epoch", "failed_attempt")
+
+
+def attempt_record(attempt: int = 1, failed_attempt: str | None = None,
+                   resumed_from_epoch: int | None = None) -> dict:
+    """The :data:`ATTEMPT_KEYS` of a run's summary."""
+    return {"attempt": int(attempt), "resumed_from_epoch": resumed_from_epoch,
+            "failed_attempt": failed_attempt}
+
+
 #: The keys every run summary has, whatever its system (tables start with these).
 COMMON_KEYS = (
     "system", "base_system", "dataset", "partitioning", "model", "layers", "batch_size",
@@ -99,7 +112,7 @@ COMMON_KEYS = (
     "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
     "energy_target_per_epoch_j", *walltime.KEYS, "device", "device_mode", "clock",
-    "energy_gpu_attribution", "testbed", "commit",
+    "energy_gpu_attribution", "testbed", "commit", *ATTEMPT_KEYS,
 )
 
 
@@ -335,6 +348,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "epoch_times_raw_s": [e["time_s"] for e in epochs],
         **dict.fromkeys(walltime.KEYS, math.nan),  # a trainer that does not break it down
         **dict.fromkeys(DILATION_KEYS),  # where no probe ran (fixed f, external trainers)
+        **attempt_record(),  # a first attempt from the start, unless run_info says otherwise
         **{k: v for k, v in run_info.items()
            if k not in ("time_dilation", "setup_s", "device_plan", "provenance")},
         "provenance": provenance,  # what made it (commgnn.testbed)
