@@ -35,7 +35,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlparse
@@ -57,14 +57,19 @@ class DistEnv:
     world_size: int
     master_addr: str
     master_port: int  # c10d (gradient collectives)
-    rpc_port: int  # reserved with master_port (RPC rendezvouses through the c10d store)
+    rpc_port: int  # master_port + 1, nominal: RPC rendezvouses through the c10d store
     launcher: str  # how this worker was started: "spawn" | "torchrun" | "srun"
     local_rank: int = 0
     scratch_dir: str = ""  # spawn: a per-run directory the launcher removes at the end
+    #: spawn, worker 0: the store's listening socket, bound by the launcher before any
+    #: worker started (:func:`listen`), so the port is never free between its choice and
+    #: the store (another run on the host could take it, or its store be joined)
+    store_listener: socket.socket | None = field(default=None, compare=False, repr=False)
 
 
 def free_ports(addr: str, count: int) -> list[int]:
-    """``count`` distinct currently-free TCP ports on ``addr``."""
+    """``count`` distinct currently-free TCP ports on ``addr`` (free *now*: any process may
+    take one before it is used; a run's own store port comes from :func:`listen`)."""
     socks, ports = [], []
     try:
         for _ in range(count):
@@ -211,19 +216,34 @@ def rendezvous_store(env: DistEnv, timeout: float) -> dist.Store:
 
     if env.rank != 0 or (env.launcher == "torchrun" and _agent_store()):
         return _client(env, timeout)
-    family, ip = _resolve(env.master_addr)
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((ip, env.master_port))
-        sock.listen(max(128, 2 * env.world_size))
-    except OSError as exc:
-        sock.close()
-        raise HostError(f"training.master_port: cannot listen on {ip}:{env.master_port} "
-                        f"({exc.strerror})") from None
+    sock = env.store_listener
+    if sock is None or sock.fileno() < 0:  # srun/torchrun: this task binds it
+        sock = listen(env.master_addr, env.master_port, env.world_size)
     return dist.TCPStore(env.master_addr, env.master_port, env.world_size, True,
                          timeout=timedelta(seconds=timeout), wait_for_workers=False,
                          master_listen_fd=sock.detach())
+
+
+def listen(addr: str, port: int, world_size: int) -> socket.socket:
+    """A socket listening on ``addr:port`` for the run's store (``port`` 0: one the kernel
+    picks), bound to that address only; HostError naming the port if it cannot be.
+
+    Spawned locally, the launcher calls this before any worker starts and hands the socket
+    to worker 0: from the port's choice to the end of the store the port is held, so two
+    runs starting together on one host never share one (a port chosen free and bound
+    later — :func:`free_ports` — can be taken in between by another run, whose store this
+    run's workers would then join)."""
+    family, ip = _resolve(addr)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((ip, port))
+        sock.listen(max(128, 2 * world_size))
+    except OSError as exc:
+        sock.close()
+        raise HostError(f"training.master_port: cannot listen on {ip}:{port} "
+                        f"({exc.strerror})") from None
+    return sock
 
 
 _RPC_STORES: dict[str, dist.Store] = {}
@@ -276,7 +296,7 @@ def quiet_known_warnings() -> None:
 
 def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, addr: str,
                  ports: list[int], control_path: str, parent_pid: int,
-                 environ: dict[str, str]) -> None:
+                 environ: dict[str, str], store_listener: socket.socket | None) -> None:
     quiet_known_warnings()
     dump_stacks_on(STACKS_SIGNAL)
     _die_with_parent(parent_pid)
@@ -287,7 +307,7 @@ def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, a
     beat = heartbeat.start(rank, heartbeat.ControlDir(control_path))
     env = DistEnv(rank=rank, world_size=world_size, master_addr=addr, master_port=ports[0],
                   rpc_port=ports[1], launcher="spawn", local_rank=rank,
-                  scratch_dir=control_path)
+                  scratch_dir=control_path, store_listener=store_listener)
     try:
         worker_fn(env, *args)
     except BaseException as exc:  # recorded for the launcher, which reports it
@@ -460,8 +480,9 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
     """Run ``worker_fn(env, *args)`` on ``world_size`` workers and wait for all of them.
 
     Under torchrun/srun this process *is* one worker. Otherwise ``world_size`` processes
-    are spawned here, rendezvousing on ``master_port`` (c10d) and ``master_port + 1``
-    (reserved), or on two free ports when it is 0; ``on_start`` receives their pids.
+    are spawned here, rendezvousing on ``master_port`` (c10d; 0: a port the kernel picks),
+    which this process binds before any worker starts and hands to worker 0 (a port in use
+    fails here, naming it); ``on_start`` receives their pids.
     Raises :class:`WorkerFailed` naming the first worker that failed.
     """
     heartbeat.settings()  # a bad setting fails here, before any worker starts
@@ -476,11 +497,16 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
     parent = os.getpid()
     if ctx.get_start_method() == "forkserver":  # the workers' parent is the server
         parent = _fork_server_pid()
-    ports = [master_port, master_port + 1] if master_port else free_ports(master_addr, 2)
+    # The store's port is held from its choice on (see listen); the RPC port is nominal
+    # (RPC rendezvouses through the store), as under torchrun and srun.
+    listener = listen(master_addr, master_port, world_size)
+    port = listener.getsockname()[1]
+    ports = [port, port + 1]
     control = heartbeat.ControlDir.create()
     procs = [ctx.Process(target=_local_entry, name=f"commgnn-worker-{rank}",
                          args=(rank, worker_fn, args, world_size, master_addr, ports,
-                               str(control.path), parent, dict(os.environ)))
+                               str(control.path), parent, dict(os.environ),
+                               listener if rank == 0 else None))
              for rank in range(world_size)]
 
     def stop_children(signum, _frame):
@@ -492,6 +518,7 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
     try:
         for proc in procs:
             proc.start()
+        listener.close()  # worker 0 holds its own copy
         if on_start is not None:
             on_start([p.pid for p in procs])
         failure = _watch(procs, control)
@@ -504,5 +531,6 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        listener.close()
         _stop(procs)
         control.remove()
