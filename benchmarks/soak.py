@@ -21,7 +21,6 @@ import argparse
 import csv
 import itertools
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,9 +29,10 @@ from pathlib import Path
 
 import yaml
 
+from commgnn.dist.heartbeat import failed_attempt_error
+
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ("forkserver", "spawn")
-ERROR_LINE = re.compile(r"^commgnn: error: (.*)$", re.M)
 
 
 def cells(config: dict) -> list[dict]:
@@ -84,16 +84,6 @@ def attempts(results: str, cell: dict) -> list[tuple[int, Path]]:
     return failed
 
 
-def cause(log: Path) -> str:
-    """The first ``commgnn: error:`` line of a failed attempt's log (else its last line)."""
-    text = log.read_text(errors="replace")
-    found = ERROR_LINE.findall(text)
-    if found:
-        return found[0].strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else "(empty log)"
-
-
 def commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
@@ -133,7 +123,7 @@ def main() -> None:
             rows.append(dict(run_id=run_id, system=cell["system"], seed=cell["seed"],
                              start_method=method, finished=done,
                              failed_attempts=len(failed),
-                             causes=" | ".join(cause(log) for _, log in failed)))
+                             causes=" | ".join(failed_attempt_error(log) for _, log in failed)))
     with (out / "soak.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
