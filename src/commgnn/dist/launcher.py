@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import faulthandler
 import ipaddress
+import logging
 import itertools
 import multiprocessing as mp
 import multiprocessing.connection
@@ -312,9 +313,23 @@ def _local_entry(rank: int, worker_fn: Callable, args: tuple, world_size: int, a
         worker_fn(env, *args)
     except BaseException as exc:  # recorded for the launcher, which reports it
         beat.record(exc)
-        sys.stderr.flush()
-        os._exit(1)  # never hang in the interpreter's exit (threads, RPC agents)
-    beat.stop()
+        _exit_now(1)
+    _exit_now(0)
+
+
+def _exit_now(code: int) -> None:
+    """End this worker now, beating to the last: its work is done (or recorded as failed),
+    and the interpreter's own exit — joining threads, running finalizers and C++
+    destructors (RPC agents, gloo) — can block without using CPU for longer than the
+    heartbeat timeout, so the launcher would judge a finished worker hung (a run that
+    had finished would fail)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(code)
 
 
 def _release_fork_server() -> None:
