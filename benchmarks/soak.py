@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import itertools
 import os
 import shutil
 import subprocess
@@ -30,31 +29,20 @@ from pathlib import Path
 import yaml
 
 from commgnn.dist.heartbeat import failed_attempt_error
+from commgnn.train.spec import RunSpec, expand_experiments
 
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ("forkserver", "spawn")
 
 
-def cells(config: dict) -> list[dict]:
-    """Every training run of ``config``'s experiments (one dict per run)."""
-    found = []
-    for exp in config["experiments"]:
-        for system, dataset, part, model, batch, network, seed in itertools.product(
-                exp["systems"], exp["datasets"], exp["partitionings"], exp["models"],
-                exp["batch_sizes"], exp["networks"], exp["seeds"]):
-            found.append(dict(system=system, dataset=dataset, partitioning=part,
-                              model=model, batch=batch, network=network, seed=seed))
-    return found
+def run_dir(results: str, spec: RunSpec) -> Path:
+    """The run's directory (the workflow's layout, :attr:`RunSpec.run_id`)."""
+    return ROOT / results / "runs" / spec.run_id
 
 
-def run_path(results: str, cell: dict) -> str:
-    """The run's directory (the workflow's layout) relative to the repository root."""
-    return (f"{results}/runs/{cell['system']}/{cell['dataset']}/{cell['partitioning']}/"
-            f"{cell['model']}_b{cell['batch']}_{cell['network']}_s{cell['seed']}")
-
-
-def log_path(results: str, cell: dict) -> str:
-    return run_path(results, cell).replace(f"{results}/runs/", f"{results}/logs/train/") + ".log"
+def log_path(results: str, spec: RunSpec) -> Path:
+    """The training job's log (``rule train``'s ``log:``)."""
+    return ROOT / results / "logs" / "train" / f"{spec.run_id}.log"
 
 
 def snakemake(config: Path, results: str, targets: list[str], jobs: int, method: str,
@@ -73,13 +61,13 @@ def snakemake(config: Path, results: str, targets: list[str], jobs: int, method:
     return time.monotonic() - start
 
 
-def attempts(results: str, cell: dict) -> list[tuple[int, Path]]:
+def attempts(results: str, spec: RunSpec, finished: bool) -> list[tuple[int, Path]]:
     """The failed attempts' logs the workflow kept (``<log>.attempt<N>``), and the final
-    log when the run has no summary (its last attempt failed)."""
-    log = ROOT / log_path(results, cell)
+    log when the run did not finish (its last attempt failed)."""
+    log = log_path(results, spec)
     kept = sorted(log.parent.glob(log.name + ".attempt*"))
     failed = [(int(p.name.rsplit("attempt", 1)[1]), p) for p in kept]
-    if not (ROOT / run_path(results, cell) / "summary.json").exists() and log.exists():
+    if not finished and log.exists():
         failed.append((len(failed) + 1, log))
     return failed
 
@@ -104,23 +92,23 @@ def main() -> None:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     driver_log = out / "snakemake.log"
     driver_log.write_text("")
-    runs = cells(config)
-    by_method = {m: [c for c in runs if c["seed"] % len(METHODS) == i]
+    runs = expand_experiments(config)
+    by_method = {m: [spec for spec in runs if spec.seed % len(METHODS) == i]
                  for i, m in enumerate(METHODS)}
     walls = {}
     for method, chosen in by_method.items():
-        walls[method] = snakemake(args.config, results, [run_path(results, c) for c in chosen],
-                                  args.jobs, method, driver_log)
+        targets = [str(run_dir(results, spec).relative_to(ROOT)) for spec in chosen]
+        walls[method] = snakemake(args.config, results, targets, args.jobs, method,
+                                  driver_log)
     rows = []
     for method, chosen in by_method.items():
-        for cell in chosen:
-            failed = attempts(results, cell)
-            done = (ROOT / run_path(results, cell) / "summary.json").exists()
-            run_id = run_path(results, cell).split("/runs/", 1)[1]
+        for spec in chosen:
+            done = (run_dir(results, spec) / "summary.json").exists()
+            failed = attempts(results, spec, done)
             for number, log in failed:
-                kept = out / "logs" / (run_id.replace("/", "__") + f".attempt{number}.log")
+                kept = out / "logs" / (spec.run_id.replace("/", "__") + f".attempt{number}.log")
                 shutil.copyfile(log, kept)
-            rows.append(dict(run_id=run_id, system=cell["system"], seed=cell["seed"],
+            rows.append(dict(run_id=spec.run_id, system=spec.system, seed=spec.seed,
                              start_method=method, finished=done,
                              failed_attempts=len(failed),
                              causes=" | ".join(failed_attempt_error(log) for _, log in failed)))

@@ -23,8 +23,8 @@ import contextlib
 import ctypes
 import faulthandler
 import ipaddress
-import logging
 import itertools
+import logging
 import multiprocessing as mp
 import multiprocessing.connection
 import os
