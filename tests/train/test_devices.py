@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 
-from commgnn.data.store import write_dataset
+from commgnn.data.store import load_dataset, write_dataset
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.errors import WorkerFailed
 from commgnn.partition import partition_graph, write_partition
@@ -156,21 +156,34 @@ def test_one_gpu_per_worker_talks_over_nccl_with_the_cpus_counts(case, inputs, t
     assert counts(gpu)[1] == counts(cpu)[1]
 
 
+def one_worker_run(inputs: dict[str, Path], tmp_path: Path, device: str) -> dict:
+    """One worker owning the whole graph (the fixture's dataset cut into 1) on ``device``."""
+    write_partition(partition_graph(load_dataset(inputs["dataset"]),
+                                    {"method": "random", "parts": 1, "seed": 0}),
+                    tmp_path / "one")
+    spec = dataclasses.replace(spec_for("default", device, partitioning="one"), workers=1)
+    out = run_spec(tmp_path, {**inputs, "one": tmp_path / "one"}, spec, "one")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["remote_rows_per_epoch"] == 0  # one worker owns everything
+    return summary
+
+
 @needs_gpu
 def test_one_worker_meters_its_own_gpu(inputs, tmp_path):
     """One worker alone on a GPU: NVML (or the modelled floor) meters it, unshared."""
-    ds = generate_synthetic({"preset": "tiny", "nodes": 600, "seed": 5}, name="tiny")
-    write_partition(partition_graph(ds, {"method": "random", "parts": 1, "seed": 0}),
-                    tmp_path / "one")
-    spec = dataclasses.replace(spec_for("default", "cuda", partitioning="one"), workers=1)
-    out = run_spec(tmp_path, {**inputs, "one": tmp_path / "one"}, spec, "one")
-    summary = json.loads((out / "summary.json").read_text())
+    summary = one_worker_run(inputs, tmp_path, "cuda")
     assert summary["device"] == "cuda:0" and summary["device_mode"] == "exclusive"
     assert summary["energy_gpu_attribution"] in (
         "metered (NVML): each worker's own GPU",
         "modelled: each worker's GPU at its idle floor (no NVML)")
     assert summary["memory_on"]["peak_mem_bytes"] == "cuda:0"
-    assert summary["remote_rows_per_epoch"] == 0  # one worker owns everything
+
+
+def test_one_worker_on_the_cpu_runs_the_same_set_up(inputs, tmp_path):
+    """The GPU test's set-up (a one-way cut of the fixture's dataset) on the CPU, so that a
+    machine without a GPU runs it too."""
+    summary = one_worker_run(inputs, tmp_path, "cpu")
+    assert summary["device"] == "cpu" and summary["device_mode"] == "cpu"
 
 
 @without_gpu
