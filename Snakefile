@@ -4,8 +4,8 @@ import sys
 
 from snakemake.utils import min_version, validate
 
-from commgnn.config import ConfigError, read_yaml
-from commgnn.config import validate as validate_config
+from commgnn.core.config import ConfigError, read_yaml
+from commgnn.core.config import validate as validate_config
 
 min_version("8.0")
 

@@ -10,7 +10,6 @@ Writes OUT_PREFIX.csv (every claim × benchmark) and OUT_PREFIX.md (the measured
 
 from __future__ import annotations
 
-import importlib
 import sys
 import tempfile
 from pathlib import Path
@@ -18,9 +17,10 @@ from pathlib import Path
 import pandas as pd
 import provenance
 
-from commgnn.errors import NotApplicable
+from commgnn.catalog import figure_module
+from commgnn.core.errors import NotApplicable
+from commgnn.ledger import CLAIMS, READS
 from commgnn.report.claims import VERDICTS, ledger
-from commgnn.report.figures.claims import CLAIMS, READS
 from commgnn.systems.registry import discover
 
 RESULTS = Path(__file__).parent / "results"
@@ -57,7 +57,7 @@ def draw(runs: Path, work: Path) -> tuple[dict[str, Path], dict[str, str]]:
         if figure in owners and not owners[figure] & ran:
             not_applicable[figure] = f"no {'/'.join(sorted(owners[figure]))} runs"
             continue
-        module = importlib.import_module(f"commgnn.report.figures.{figure}")
+        module = figure_module(figure)
         try:
             data = module.make([runs], work / f"{figure}.png")
         except NotApplicable as exc:

@@ -4,7 +4,7 @@ seeds, each seed paired with its own runs), bytes per step by kind, and the clai
 
 Usage: python benchmarks/collect_baselines.py RUNS_CSV OUT_PREFIX
 
-Reuses the Figure 11 estimator (``commgnn.report.figures.hopgnn_fig11``), so the table is
+Reuses the Figure 11 estimator (``commgnn.systems.hopgnn.figures.hopgnn_fig11``), so the table is
 what the report draws. Times are target seconds (raw ÷ time dilation).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures import hopgnn_fig11
+from commgnn.systems.hopgnn.figures import hopgnn_fig11
 
 KINDS = list(hopgnn_fig11.KINDS)
 NAMES = {"DGL": "DGL", "p3": "P3", "p3+pipeline": "P3 (pipelined)", "Naive": "Naive",

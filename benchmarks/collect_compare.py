@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures.claims import READS
+from commgnn.ledger import READS
 from commgnn.systems.registry import discover
 from commgnn.train.walltime import PHASES
 

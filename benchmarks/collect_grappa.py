@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures.grappa_runs import load_runs
+from commgnn.systems.grappa.figures.grappa_runs import load_runs
 
 
 def ratios(runs: pd.DataFrame) -> list[dict]:

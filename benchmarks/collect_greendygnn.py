@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from commgnn.report.figures.greendygnn_runs import METHODS, load_runs
+from commgnn.systems.greendygnn.figures.greendygnn_runs import METHODS, load_runs
 
 CONGESTED_FROM = 1  # the benchmark's schedule: epoch 0 is the clean warm-up
 

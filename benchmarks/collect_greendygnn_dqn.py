@@ -21,7 +21,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from collect_greendygnn import _pm, epoch_table, methods, per_run, sweep
 
-from commgnn.report.figures.greendygnn_runs import load_runs
+from commgnn.systems.greendygnn.figures.greendygnn_runs import load_runs
 
 ABLATION = {"GreenDyGNN [greendygnn-dqn]": "GreenDyGNN (full, dqn)",
             "GreenDyGNN [greendygnn-dqn-uniform]": "w/o Cost Weights (dqn, uniform)",

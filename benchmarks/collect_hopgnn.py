@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.report.figures.hopgnn_runs import BASELINE, HOP_CELL, load_runs
+from commgnn.systems.hopgnn.figures.hopgnn_runs import BASELINE, HOP_CELL, load_runs
 
 ORDER = ["DGL", "LO", "Naive", "+MG", "+PG", "All"]
 

@@ -9,7 +9,6 @@ Usage: python benchmarks/collect_rapidgnn.py RESULTS_DIR OUT_PREFIX
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 import sys
@@ -17,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.files import json_text, write_csv
-from commgnn.systems.rapidgnn import RapidGNNSystem
+from commgnn.catalog import figure_module
+from commgnn.core.files import json_text, write_csv
+from commgnn.systems.rapidgnn.system import RapidGNNSystem
 
 KINDS = {
     "runs": lambda r: [r / "tables" / "runs.csv"],
@@ -35,7 +35,7 @@ def draw(results: Path, out_dir: Path) -> dict[str, pd.DataFrame]:
     data = {}
     for name, kinds in RapidGNNSystem.figures.items():
         inputs = [path for kind in kinds for path in KINDS[kind](results)]
-        module = importlib.import_module(f"commgnn.report.figures.{name}")
+        module = figure_module(name)
         data[name] = module.make(inputs, out_dir / f"{name}.png")
         write_csv(data[name], out_dir / f"{name}.csv")
     return data

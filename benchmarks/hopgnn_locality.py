@@ -8,10 +8,10 @@ Usage::
 
 Partitions the dataset in memory (METIS with ``balance_train``, seed 0; and a random
 partition into 4) and measures R_micro and R_sub with
-:func:`commgnn.report.figures.hopgnn_table1.locality` (the definitions are there) on the
-first :data:`~commgnn.report.figures.hopgnn_table1.BATCHES` global-schedule batches of
-:data:`~commgnn.report.figures.hopgnn_table1.ROOTS` roots, for each (layers, fan-out) of
-:data:`~commgnn.report.figures.hopgnn_table1.SETTINGS`. The JSON records the command.
+:func:`commgnn.systems.hopgnn.figures.hopgnn_table1.locality` (the definitions are there) on the
+first :data:`~commgnn.systems.hopgnn.figures.hopgnn_table1.BATCHES` global-schedule batches of
+:data:`~commgnn.systems.hopgnn.figures.hopgnn_table1.ROOTS` roots, for each (layers, fan-out) of
+:data:`~commgnn.systems.hopgnn.figures.hopgnn_table1.SETTINGS`. The JSON records the command.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import numpy as np
 
 from commgnn.data.store import load_dataset
 from commgnn.partition import partition_graph
-from commgnn.report.figures.hopgnn_table1 import BATCHES, ROOTS, SETTINGS, locality
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
+from commgnn.systems.hopgnn.figures.hopgnn_table1 import BATCHES, ROOTS, SETTINGS, locality
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from commgnn.dist.netem import NETWORK_PRESETS, NetworkEmulator
-from commgnn.dist.nic import NicClocks
+from commgnn.network.netem import NETWORK_PRESETS, NetworkEmulator
+from commgnn.network.nic import NicClocks
 
 PULL_BYTES = 125_000_000  # 100 ms at 10 Gb/s
 REPEATS = 5

@@ -1,6 +1,6 @@
 """The provenance of every committed result: ``benchmarks/results/PROVENANCE.json`` maps
 each file under ``benchmarks/results/`` to what made it — the commit and the testbed
-(:mod:`commgnn.testbed`: dataset generator, congestion model, time-dilation policy, energy
+(:mod:`commgnn.core.testbed`: dataset generator, congestion model, time-dilation policy, energy
 model).
 
 A runs table whose runs recorded their testbed (a ``testbed`` column) gives it; any other

@@ -35,7 +35,7 @@ def plan(args: argparse.Namespace) -> None:
     import yaml
 
     from commgnn.data.synthetic import resolve_synthetic_spec
-    from commgnn.train.spec import expand_experiments
+    from commgnn.experiments import expand_experiments
     from commgnn.train.workload import StepWorkload, dataset_shape, step_workload
 
     jobs: dict[str, dict] = {}
@@ -78,10 +78,10 @@ def measure(args: argparse.Namespace) -> None:
     import numpy as np
     import torch
 
+    from commgnn.core.testbed import SYNTHETIC_GENERATOR
     from commgnn.data.synthetic import generate_synthetic
     from commgnn.models.gnn import build_model
     from commgnn.sampling.neighbor import NeighborSampler
-    from commgnn.testbed import SYNTHETIC_GENERATOR
     from commgnn.train.references import layer_dims, mean_layer_rows, step_flops
     from commgnn.train.workload import StepWorkload
 

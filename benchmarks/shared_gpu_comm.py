@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from commgnn.dist.p2p import exchange
+from commgnn.runtime.p2p import exchange
 
 
 def _free_port() -> int:

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from commgnn.control.controller import WINDOWS
-from commgnn.control.costmodel import CostModel, read_calibration
-from commgnn.control.simulator import SimEnv, Simulator, random_profile
+from commgnn.systems.greendygnn.controller import WINDOWS
+from commgnn.systems.greendygnn.costmodel import CostModel, read_calibration
+from commgnn.systems.greendygnn.simulator import SimEnv, Simulator, random_profile
 
 EPOCHS = 30
 REPEATS = 200

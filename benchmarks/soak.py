@@ -28,8 +28,9 @@ from pathlib import Path
 
 import yaml
 
-from commgnn.dist.heartbeat import failed_attempt_error
-from commgnn.train.spec import RunSpec, expand_experiments
+from commgnn.core.spec import RunSpec
+from commgnn.experiments import expand_experiments
+from commgnn.runtime.heartbeat import failed_attempt_error
 
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ("forkserver", "spawn")

@@ -6,7 +6,7 @@ Statistics: size (nodes, CSR entries), degree (mean, quantiles, max), feature wi
 classes, training fraction, edge homophily (the share of CSR entries whose endpoints share a
 class); ``metis_random_traffic_<P>``: METIS ÷ Random neighbour traffic over one epoch of a
 3-layer model with Grappa's fan-outs 15/10/5 and batch size 1000
-(:mod:`commgnn.report.figures.grappa_table1`, repeats across batches counted) at P = 2, 4, 8
+(:mod:`commgnn.systems.grappa.figures.grappa_table1`, repeats across batches counted) at P = 2, 4, 8
 parts, as remote rows per batch over the first ``--max-batches`` batches of each part (an
 estimate of the epoch totals' ratio, as both methods batch the same training set; Grappa
 Table 1 gives 0.31 on OGBN-Products and 0.56 on Reddit at 4 parts), with
@@ -115,10 +115,10 @@ def measure(preset: str, scale: float, max_batches: int, sage_epochs: int,
     from commgnn.models.fullgraph import train_full_graph
     from commgnn.models.minibatch import train_sampled
     from commgnn.partition import partition_graph
-    from commgnn.report.figures.grappa_table1 import BATCH_SIZE, FANOUTS
     from commgnn.sampling.batches import epoch_batches
     from commgnn.sampling.neighbor import NeighborSampler
     from commgnn.sampling.seeds import batch_seed
+    from commgnn.systems.grappa.figures.grappa_table1 import BATCH_SIZE, FANOUTS
 
     nodes = max(1000, round(PRESETS[preset]["nodes"] * scale))
     start = time.perf_counter()

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from commgnn.core.spec import RunSpec
 from commgnn.data.store import write_dataset
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.partition import partition_graph, write_partition
 from commgnn.sampling.presample import presample
 from commgnn.train.loop import RunPaths, run
-from commgnn.train.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

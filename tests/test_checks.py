@@ -18,8 +18,8 @@ import yaml
 
 from commgnn import cli
 from commgnn.checks import config_problems, host_problems, training_host_problems
-from commgnn.config import ConfigError, read_yaml, validate
-from commgnn.train.spec import expand_experiments
+from commgnn.core.config import ConfigError, read_yaml, validate
+from commgnn.experiments import expand_experiments
 
 BASE = {
     "datasets": {"tiny": {"source": "synthetic", "preset": "tiny", "nodes": 300, "seed": 1}},
@@ -203,7 +203,7 @@ def test_every_object_in_the_schema_is_strict():
     """Unknown keys are errors everywhere: each object lists its keys (or is a tagged union
     of strict ones); `system_options` is checked against the system's own declaration,
     which is strict (`System.option_schema`)."""
-    from commgnn.config import schema
+    from commgnn.core.config import schema
 
     loose = []
 
@@ -448,7 +448,7 @@ def test_named_models_reach_the_run_spec():
     import hashlib
     from dataclasses import asdict
 
-    from commgnn.train.spec import RunSpec
+    from commgnn.core.spec import RunSpec
 
     config = _with(lambda c: (
         c.update(models={"sage_h16": {"model": "sage", "hidden": 16, "dropout": 0.1},

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from dry_run import job_counts
 
+from commgnn.experiments import expand_experiments
 from commgnn.systems.registry import discover
-from commgnn.train.spec import expand_experiments
 
 ROOT = Path(__file__).parents[1]
 CONFIG = ROOT / "configs" / "compare.yaml"
@@ -56,7 +56,7 @@ def test_figures_without_their_products_are_not_built(repo_root, tmp_path):
     path.write_text(yaml.safe_dump(config))
     counts = job_counts(repo_root, tmp_path, path)
     assert "calibrate" not in counts and "train_policy" not in counts
-    from commgnn.systems.greendygnn import GreenDyGNNSystem
+    from commgnn.systems.greendygnn.system import GreenDyGNNSystem
     reads_control = [name for name, kinds in GreenDyGNNSystem.figures.items()
                      if {"control", "validation"} & set(kinds)]
     assert reads_control

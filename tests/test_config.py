@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from commgnn.config import ConfigError, load_config, validate
+from commgnn.core.config import ConfigError, load_config, validate
 
 GOOD = {
     "datasets": {"tiny": {"source": "synthetic", "preset": "tiny", "seed": 1}},

@@ -9,7 +9,7 @@ import errno
 import pandas as pd
 import pytest
 
-from commgnn.files import write_csv, write_json_atomic
+from commgnn.core.files import write_csv, write_json_atomic
 
 
 def test_a_full_disk_names_the_json_file_and_keeps_the_old_one(small_disk):

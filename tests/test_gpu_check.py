@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from commgnn.config import load_config
+from commgnn.core.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 from dry_run import job_counts
 
-from commgnn.systems.hopgnn import HopGNNSystem
-from commgnn.train.spec import expand_experiments
+from commgnn.experiments import expand_experiments
+from commgnn.systems.hopgnn.system import HopGNNSystem
 
 PAPER_CONFIG = Path(__file__).parents[1] / "configs" / "hopgnn-paper.yaml"
 

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from commgnn.data.store import load_dataset
+from commgnn.ledger import CLAIMS
 from commgnn.partition import load_partition
 from commgnn.report.claims import VERDICTS
-from commgnn.report.figures.claims import CLAIMS
 
 sys.path.insert(0, str(Path(__file__).parent / "control"))
 from control_checks import check_calibration, check_validation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from commgnn.progress import Progress
+from commgnn.core.progress import Progress
 
 
 def test_lines_are_throttled_and_the_last_always_comes(caplog):

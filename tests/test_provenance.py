@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from commgnn.core.errors import CommgnnError, StaleInputError
 from commgnn.data.store import load_dataset, write_dataset
 from commgnn.data.synthetic import generate_synthetic
-from commgnn.errors import CommgnnError, StaleInputError
 from commgnn.partition import load_partition, partition_graph, write_partition
 from commgnn.sampling.presample import check_presample
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from commgnn.report.figures.rapidgnn_runs import BASELINES, RAPIDGNN
-from commgnn.systems.rapidgnn import RapidGNNSystem
+from commgnn.systems.rapidgnn.figures.rapidgnn_runs import BASELINES, RAPIDGNN
+from commgnn.systems.rapidgnn.system import RapidGNNSystem
 
 PAPER_CONFIG = Path(__file__).parents[1] / "configs" / "rapidgnn-paper.yaml"
 #: The slice: one dataset (the one every experiment has), one batch size (every one of

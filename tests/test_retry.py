@@ -22,7 +22,7 @@ import pytest
 import yaml
 from polling import wait_for
 
-from commgnn.dist.heartbeat import failed_attempt_error
+from commgnn.runtime.heartbeat import failed_attempt_error
 from commgnn.train.summary import ATTEMPT_KEYS, COMMON_KEYS
 
 pytestmark = pytest.mark.timeout(300)

@@ -1,4 +1,4 @@
-"""What made a result (commgnn.testbed): the generator a dataset records at build time,
+"""What made a result (commgnn.core.testbed): the generator a dataset records at build time,
 the commit, and the testbed line summaries and the ledger read."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from commgnn import testbed
+from commgnn.core import testbed
 from commgnn.data.store import write_dataset
 from commgnn.data.synthetic import generate_synthetic
 

@@ -7,12 +7,12 @@ that do not exist, a congestion schedule that never fires within the epochs of t
 that use it, RPC timeouts shorter than one emulated round trip, references to undefined
 names, named models that cannot be built …; what a system's options cannot do in an
 experiment cell is its own ``run_problems``, checked by
-:func:`~commgnn.train.spec.expand_experiments`); :func:`host_problems` what depends on
+:func:`~commgnn.experiments.expand_experiments`); :func:`host_problems` what depends on
 the machine the workers will run on (the results directory, a dataset path, a file a
 system's options name (``System.path_problems``), the network interface and master
 address, a free master port, a CUDA device). Each
 problem is one line ``<key path>: <value>: what is wrong``; :func:`check_config` raises
-one :class:`~commgnn.errors.ConfigError` (or :class:`~commgnn.errors.HostError`) listing
+one :class:`~commgnn.core.errors.ConfigError` (or :class:`~commgnn.core.errors.HostError`) listing
 all of them.
 
 ``commgnn validate`` runs both. The workflow runs the cross-field checks and
@@ -31,8 +31,8 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from commgnn.config import listing
-from commgnn.errors import ConfigError, HostError
+from commgnn.core.config import listing
+from commgnn.core.errors import ConfigError, HostError
 
 #: Timeouts below this cannot cover the workers' start-up spread (a 2-worker run on the
 #: 600-node tiny dataset failed at rendezvous with 0.05 s and passed with 0.3 s here).
@@ -151,7 +151,7 @@ def _training_node_problems(config: dict) -> list[str]:
 
 
 def _experiment_items(config: dict) -> Iterator[tuple[int, dict]]:
-    from commgnn.train.spec import EXPERIMENT_DEFAULTS
+    from commgnn.core.spec import EXPERIMENT_DEFAULTS
 
     for index, experiment in enumerate(config.get("experiments") or []):
         yield index, {**EXPERIMENT_DEFAULTS, **experiment}
@@ -161,7 +161,7 @@ def _reference_problems(config: dict) -> list[str]:
     """Names that must be defined: ``control.network``, a network of the experiment
     matrix when a run gets the pipeline's policy (the workflow calibrates those runs'
     workload on a run of the matrix that uses it)."""
-    from commgnn.train.spec import network_spec
+    from commgnn.experiments import network_spec
 
     control_network = (config.get("control") or {}).get("network")
     if control_network is None:
@@ -202,8 +202,8 @@ def _policy_experiments(config: dict) -> list[int]:
 def _model_problems(config: dict) -> list[str]:
     """Named models (``models.<name>``) that cannot be built, and experiment models that
     are neither built-ins nor named."""
+    from commgnn.core.spec import split_model
     from commgnn.models.gnn import MODEL_NAMES
-    from commgnn.train.spec import split_model
 
     named = config.get("models") or {}
     problems = []
@@ -254,8 +254,8 @@ def _builtin_args_problem(builtin: str, args: dict) -> str | None:
     blocks, or None."""
     import torch
 
+    from commgnn.core.blocks import Block
     from commgnn.models.gnn import build_model
-    from commgnn.sampling.block import Block
 
     blocks = [Block(num_src=4, num_dst=3, indptr=torch.tensor([0, 2, 3, 4]),
                     indices=torch.tensor([1, 3, 0, 2])),
@@ -276,7 +276,7 @@ def _builtin_args_problem(builtin: str, args: dict) -> str | None:
 
 def _model_depths(config: dict) -> dict[str, int]:
     """Every experiment model's depth: its suffix, else the length of ``fanouts``."""
-    from commgnn.train.spec import TRAINING_DEFAULTS, split_model
+    from commgnn.core.spec import TRAINING_DEFAULTS, split_model
 
     fanouts = (config.get("training") or {}).get("fanouts", TRAINING_DEFAULTS["fanouts"])
     depths = {}
@@ -338,7 +338,7 @@ def _network_problems(config: dict) -> list[str]:
     """Links and congested machines that exist for every worker count the network runs
     with, a schedule the emulator can build, and a congestion schedule that delays some
     traffic within every run length it is used with."""
-    from commgnn.dist.netem import network_from_spec
+    from commgnn.network.netem import network_from_spec
 
     epochs = (config.get("training") or {}).get("epochs", 3)
     problems = []
@@ -369,8 +369,8 @@ def _silent_congestion_problems(where: str, spec: dict,
     workers) it is used with: its onset or warm-up at or past the run's end (or on the
     final epoch that ``final_clean`` keeps clean), an epoch table of later epochs only,
     zero delays, no traffic class. The ``clean`` scenario is a control: exempt."""
-    from commgnn.dist.congestion import NoCongestion, TimeSchedule, default_congested_traffic
-    from commgnn.dist.netem import network_from_spec
+    from commgnn.network.congestion import NoCongestion, TimeSchedule, default_congested_traffic
+    from commgnn.network.netem import network_from_spec
 
     congestion = spec.get("congestion") or {}
     if congestion.get("kind", "none") == "none" or congestion.get("name") == "clean":
@@ -403,7 +403,7 @@ def _silent_congestion_problems(where: str, spec: dict,
 def _silent_cause(congestion: dict, epochs: int) -> tuple[str, str]:
     """``<key>: <value>`` of the setting that keeps a congestion schedule from firing in
     an ``epochs``-epoch run (:func:`_silent_congestion_problems`), and why, if not plain."""
-    from commgnn.dist.congestion import GREENDYGNN_WARMUP_EPOCHS, SCENARIO_ONSET_EPOCH
+    from commgnn.network.congestion import GREENDYGNN_WARMUP_EPOCHS, SCENARIO_ONSET_EPOCH
 
     kind = congestion["kind"]
     delay = congestion.get("delay_ms")
@@ -470,8 +470,9 @@ def _timeout_problems(config: dict) -> list[str]:
     """Timeouts under :data:`MIN_TIMEOUT_S`, and RPC/collective timeouts no longer than
     one empty round trip (all-reduce) on a network an experiment runs on, at its fixed time
     dilation (``auto``: at least 1)."""
-    from commgnn.dist.netem import network_from_spec
-    from commgnn.train.spec import TRAINING_DEFAULTS, network_spec
+    from commgnn.core.spec import TRAINING_DEFAULTS
+    from commgnn.experiments import network_spec
+    from commgnn.network.netem import network_from_spec
 
     training = {**TRAINING_DEFAULTS, **(config.get("training") or {})}
     problems = [f"training.{key}: {training[key]}: shorter than {MIN_TIMEOUT_S} s, which "
@@ -577,7 +578,7 @@ def training_host_problems(training: dict, rendezvous: bool = True) -> list[str]
     """Whether this host has the ``training`` section's interface and device and, with
     ``rendezvous`` (the local launcher serves it here), its master address and fixed master
     port. Run where the workers start (``commgnn train``)."""
-    from commgnn.train.spec import TRAINING_DEFAULTS
+    from commgnn.core.spec import TRAINING_DEFAULTS
 
     settings = {**TRAINING_DEFAULTS, **training}
     problems = []

@@ -3,7 +3,7 @@
 Snakemake rules call these with the relevant config section passed as JSON (``--spec``), so
 a rule's inputs are exactly what its command line says. Every subcommand validates its spec
 against the pipeline schema before doing any work. A user-facing failure
-(:class:`~commgnn.errors.CommgnnError`: bad config or input, a failed worker) exits with
+(:class:`~commgnn.core.errors.CommgnnError`: bad config or input, a failed worker) exits with
 status 2 and one line naming the file, key or worker; anything else is a bug and exits with
 status 1, also as one line. ``commgnn --debug`` shows the traceback instead.
 """
@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from commgnn import config as cfg
-from commgnn.errors import CommgnnError, HostError, InputError
-from commgnn.files import write_csv
+from commgnn.core import config as cfg
+from commgnn.core.errors import CommgnnError, HostError, InputError
+from commgnn.core.files import write_csv
 
 log = logging.getLogger("commgnn")
 
@@ -36,7 +36,7 @@ def _spec(text: str, schema_def: str, where: str) -> dict:
 
 def cmd_validate(args: argparse.Namespace) -> None:
     from commgnn.checks import host_problems
-    from commgnn.train.spec import expand_experiments
+    from commgnn.experiments import expand_experiments
 
     config = cfg.load_config(args.config)
     try:
@@ -51,7 +51,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 
 def cmd_systems(args: argparse.Namespace) -> None:
-    from commgnn.systems import discover
+    from commgnn.systems.registry import discover
 
     for _, cls in sorted(discover().items()):
         print("\n".join(cls.describe()))
@@ -59,9 +59,9 @@ def cmd_systems(args: argparse.Namespace) -> None:
 
 def cmd_dataset(args: argparse.Namespace) -> None:
     from commgnn.checks import dataset_problems
+    from commgnn.core.testbed import generator_of
     from commgnn.data.sources import build_dataset
     from commgnn.data.store import write_dataset
-    from commgnn.testbed import generator_of
 
     spec = _spec(args.spec, "dataset", f"datasets.{args.name}")
     problems = dataset_problems(args.name, spec)
@@ -121,8 +121,8 @@ def _require(paths: list[Path], member: str | None = None) -> None:
 
 
 def cmd_dilation(args: argparse.Namespace) -> None:
-    from commgnn.dist.launcher import external_env, prestart_fork_server
-    from commgnn.train.spec import RunSpec
+    from commgnn.core.spec import RunSpec
+    from commgnn.runtime.launcher import external_env, prestart_fork_server
 
     try:
         spec = RunSpec.from_json(args.spec)
@@ -148,9 +148,9 @@ def _attempt_number(text: str) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from commgnn.dist.heartbeat import failed_attempt_error
-    from commgnn.dist.launcher import external_env, prestart_fork_server
-    from commgnn.train.spec import RunSpec
+    from commgnn.core.spec import RunSpec
+    from commgnn.runtime.heartbeat import failed_attempt_error
+    from commgnn.runtime.launcher import external_env, prestart_fork_server
 
     try:
         spec = RunSpec.from_json(args.spec)
@@ -207,7 +207,7 @@ def cmd_presample(args: argparse.Namespace) -> None:
 
 
 def _run_template(text: str):
-    from commgnn.train.spec import RunSpec
+    from commgnn.core.spec import RunSpec
 
     try:
         return RunSpec.from_json(text)
@@ -228,8 +228,8 @@ def _probe_arg(path: Path | None, spec, dataset: Path) -> str | None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
-    from commgnn.control.calibrate import calibrate
-    from commgnn.files import atomic_directory
+    from commgnn.core.files import atomic_directory
+    from commgnn.systems.greendygnn.calibrate import calibrate
 
     template = _run_template(args.spec)
     settings = _spec(args.settings, "control_calibration", "control.calibration")
@@ -244,9 +244,9 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
 
 
 def cmd_validate_simulator(args: argparse.Namespace) -> None:
-    from commgnn.control.calibrate import validate
-    from commgnn.control.costmodel import read_calibration
-    from commgnn.files import atomic_directory
+    from commgnn.core.files import atomic_directory
+    from commgnn.systems.greendygnn.calibrate import validate
+    from commgnn.systems.greendygnn.costmodel import read_calibration
 
     template = _run_template(args.spec)
     settings = _spec(args.settings, "control_validation", "control.validation")
@@ -261,9 +261,9 @@ def cmd_validate_simulator(args: argparse.Namespace) -> None:
 
 
 def cmd_train_policy(args: argparse.Namespace) -> None:
-    from commgnn.control.costmodel import read_calibration
-    from commgnn.control.policy import train_policy
-    from commgnn.files import atomic_directory
+    from commgnn.core.files import atomic_directory
+    from commgnn.systems.greendygnn.costmodel import read_calibration
+    from commgnn.systems.greendygnn.policy import train_policy
 
     settings = _spec(args.settings, "control_policy", "control.policy")
     calibration = read_calibration(args.calibration / "calibration.json")
@@ -273,12 +273,9 @@ def cmd_train_policy(args: argparse.Namespace) -> None:
 
 
 def cmd_figure(args: argparse.Namespace) -> None:
-    import importlib
+    from commgnn.catalog import figure_module
 
-    from commgnn.report.figures import FIGURES
-
-    if args.name not in FIGURES:
-        raise cfg.ConfigError(f"unknown figure {args.name!r}; known: {FIGURES}")
+    module = figure_module(args.name)  # ConfigError for an unknown name
     _require(args.inputs)
     if args.systems is not None:
         from commgnn.report.palette import use_declarations
@@ -291,10 +288,9 @@ def cmd_figure(args: argparse.Namespace) -> None:
                                                      for d in declared.values()):
             raise cfg.ConfigError("--systems: expected {system: {colour, figure_labels}}")
         use_declarations(declared)
-    from commgnn.errors import NotApplicable
+    from commgnn.core.errors import NotApplicable
     from commgnn.report.figure_tables import figure_table, not_applicable_table
 
-    module = importlib.import_module(f"commgnn.report.figures.{args.name}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         data = module.make(args.inputs, args.out)

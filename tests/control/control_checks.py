@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commgnn.control.calibrate import predict_step_s
-from commgnn.control.controller import WINDOWS
-from commgnn.control.costmodel import CostModel, read_calibration
 from commgnn.sampling.presample import open_presampled
+from commgnn.systems.greendygnn.calibrate import predict_step_s
+from commgnn.systems.greendygnn.controller import WINDOWS
+from commgnn.systems.greendygnn.costmodel import CostModel, read_calibration
 
 
 def check_calibration(directory: Path, presample: Path, capacity: int,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from commgnn.control.controller import WINDOWS
-from commgnn.control.costmodel import CALIBRATION_VERSION
 from commgnn.energy.target import TargetPowerModel
+from commgnn.systems.greendygnn.controller import WINDOWS
+from commgnn.systems.greendygnn.costmodel import CALIBRATION_VERSION
 
 ROW_BYTES = 512
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from control_toys import toy_calibration
 
-from commgnn.control.costmodel import CostModel, read_calibration
-from commgnn.errors import InputError
+from commgnn.core.errors import InputError
+from commgnn.systems.greendygnn.costmodel import CostModel, read_calibration
 
 
 def test_a_bad_calibration_file_is_one_line_naming_it(tmp_path) -> None:

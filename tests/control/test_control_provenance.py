@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from control_toys import toy_calibration
 
-from commgnn.control.calibrate import input_fingerprints, validate
-from commgnn.control.costmodel import calibration_fingerprint, read_calibration
-from commgnn.control.dqn import load_policy
-from commgnn.control.policy import check_pipeline_policy, train_policy
+from commgnn.core.errors import CommgnnError, InputError, StaleInputError
 from commgnn.data.store import load_dataset
-from commgnn.errors import CommgnnError, InputError, StaleInputError
 from commgnn.partition import load_partition
+from commgnn.systems.greendygnn.calibrate import input_fingerprints, validate
+from commgnn.systems.greendygnn.costmodel import calibration_fingerprint, read_calibration
+from commgnn.systems.greendygnn.dqn import load_policy
+from commgnn.systems.greendygnn.policy import check_pipeline_policy, train_policy
 from commgnn.train.loop import RunPaths, run
 
 pytestmark = pytest.mark.timeout(120)

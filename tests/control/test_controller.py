@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commgnn.control.controller import (
+from commgnn.systems.greendygnn.controller import (
     WINDOWS,
     ControllerState,
     WindowDecision,
@@ -14,7 +14,7 @@ from commgnn.control.controller import (
     make_controller,
     pow2_floor,
 )
-from commgnn.control.estimator import CongestionEstimator
+from commgnn.systems.greendygnn.estimator import CongestionEstimator
 
 
 def _state(delays_ms=(0, 0, 0, 0), previous=None, multipliers=None):

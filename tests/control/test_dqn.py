@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from commgnn.control.dqn import (
+from commgnn.core.errors import InputError
+from commgnn.systems.greendygnn.dqn import (
     DQNConfig,
     QNetwork,
     ReplayBuffer,
@@ -16,7 +17,6 @@ from commgnn.control.dqn import (
     save_policy,
     train_dqn,
 )
-from commgnn.errors import InputError
 
 SMALL = DQNConfig(hidden=(32,), episodes=200, gamma=0.9, batch_size=32, replay=2000,
                   target_sync=25, eps_decay_episodes=100, warmup=64, lr=3e-3)

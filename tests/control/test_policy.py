@@ -7,17 +7,17 @@ import pytest
 import torch
 from control_toys import toy_calibration
 
-from commgnn.control.controller import (
+from commgnn.systems.greendygnn.controller import (
     WINDOWS,
     ControllerState,
     DQNController,
     WindowDecision,
     make_controller,
 )
-from commgnn.control.costmodel import CostModel
-from commgnn.control.dqn import load_policy
-from commgnn.control.policy import train_policy
-from commgnn.control.simulator import Simulator
+from commgnn.systems.greendygnn.costmodel import CostModel
+from commgnn.systems.greendygnn.dqn import load_policy
+from commgnn.systems.greendygnn.policy import train_policy
+from commgnn.systems.greendygnn.simulator import Simulator
 
 FAST = {"episodes": 300, "episode_epochs": 10, "hidden": [32], "warmup": 50,
         "eps_decay_episodes": 200, "target_sync": 50, "eval_profiles": 2,

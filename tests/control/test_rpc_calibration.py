@@ -9,14 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from commgnn.control.rpc_calibration import (
+from commgnn.runtime.feature_store import ID_BYTES
+from commgnn.systems.greendygnn.rpc_calibration import (
     RpcFit,
     calibrate_rpc,
     fit_rpc,
     implied_fit,
     model_points,
 )
-from commgnn.dist.feature_store import ID_BYTES
 
 # Test values of a cluster's order (α a few ms, β ~ 5.7 Gb/s, γ > 0). They are not the paper's:
 # its copy leaves the fitted values of §IV-B blank.
@@ -153,7 +153,7 @@ def test_no_fitted_value_is_attributed_to_the_paper():
         text = paper.read_text()
         assert "The fitted parameters are ms, s/byte, and s/byte/ms" in text
         assert "4.67" not in text and "2.01" not in text
-    for relative in ("src/commgnn/control/rpc_calibration.py",
+    for relative in ("src/commgnn/systems/greendygnn/rpc_calibration.py",
                      "benchmarks/collect_greendygnn_dqn.py",
                      "workflow/report/greendygnn_calibration.rst"):
         for number, line in enumerate((repo / relative).read_text().splitlines(), 1):

@@ -6,10 +6,15 @@ import numpy as np
 import pytest
 from control_toys import ROW_BYTES, toy_calibration
 
-from commgnn.control.controller import WINDOWS
-from commgnn.control.costmodel import CostModel
-from commgnn.control.simulator import ARCHETYPES, SimEnv, Simulator, random_profile
 from commgnn.energy.target import TargetPowerModel
+from commgnn.systems.greendygnn.controller import WINDOWS
+from commgnn.systems.greendygnn.costmodel import CostModel
+from commgnn.systems.greendygnn.simulator import (
+    ARCHETYPES,
+    SimEnv,
+    Simulator,
+    random_profile,
+)
 
 
 def hand_energy(step: float, window: int, misses: float = 50.0, fill: float = 10.0,
@@ -124,7 +129,7 @@ def test_the_hit_curve_fits_any_number_of_windows_without_a_warning():
     an exact fit whose (unused) covariance is undefined — neither warns."""
     import warnings
 
-    from commgnn.control.workload import fit_hit_curve
+    from commgnn.systems.greendygnn.workload import fit_hit_curve
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from commgnn.core.errors import CommgnnError
 from commgnn.data.store import DatasetError, load_dataset, write_dataset
 from commgnn.data.synthetic import generate_synthetic
-from commgnn.errors import CommgnnError
 
 pytestmark = pytest.mark.timeout(120)
 

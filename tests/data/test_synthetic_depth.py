@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from commgnn.config import ConfigError, validate
+from commgnn.core.config import ConfigError, validate
 from commgnn.data.synthetic import (
     PRESETS,
     degree_propensities,

@@ -8,8 +8,8 @@ import pytest
 
 from commgnn.data.synthetic import generate_synthetic, regional_labels
 from commgnn.partition import partition_graph
-from commgnn.report.figures.grappa_table1 import epoch_traffic
 from commgnn.sampling.neighbor import NeighborSampler
+from commgnn.systems.grappa.figures.grappa_table1 import epoch_traffic
 
 BASE = {"preset": "tiny", "nodes": 20000, "avg_degree": 10, "classes": 8, "seed": 0}
 

@@ -18,7 +18,7 @@ import psutil
 import pytest
 from polling import wait_for
 
-from commgnn.dist.launcher import free_ports, interface_for
+from commgnn.runtime.launcher import free_ports, interface_for
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -110,7 +110,7 @@ def test_rpc_calibration_listens_on_loopback_only():
     """GreenDyGNN's RPC calibration (its own 2-worker launch) binds like a run."""
     import threading
 
-    from commgnn.control.rpc_calibration import measure_rpc
+    from commgnn.systems.greendygnn.rpc_calibration import measure_rpc
 
     seen: set[str] = set()
     done = threading.Event()

@@ -7,20 +7,9 @@ import json
 
 import pytest
 
-from commgnn.config import ConfigError, schema, validate
-from commgnn.dist.congestion import (
-    SCENARIOS,
-    EpochSchedule,
-    NoCongestion,
-    ScenarioSchedule,
-    TimeSchedule,
-    congestion_from_spec,
-    default_congested_traffic,
-    greendygnn_schedule,
-    scenario_names,
-    scenario_schedule,
-)
-from commgnn.dist.netem import ALLREDUCE, network_from_spec
+from commgnn.core.config import ConfigError, schema, validate
+from commgnn.network.congestion import (SCENARIOS, EpochSchedule, NoCongestion, ScenarioSchedule, TimeSchedule, congestion_from_spec, default_congested_traffic, greendygnn_schedule, scenario_names, scenario_schedule)
+from commgnn.network.netem import ALLREDUCE, network_from_spec
 
 
 def test_no_congestion_is_zero():

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from commgnn.dist import netem
-from commgnn.dist.congestion import PAPER_REACH, default_congested_traffic, reach_label
-from commgnn.dist.netem import network_from_spec
+from commgnn.network import netem
+from commgnn.network.congestion import PAPER_REACH, default_congested_traffic, reach_label
+from commgnn.network.netem import network_from_spec
 
 ROOT = Path(__file__).parents[2]
 #: Every traffic class the emulator knows.

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from commgnn.dist.launcher import external_env, slurm_port
+from commgnn.runtime.launcher import external_env, slurm_port
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from commgnn.dist.congestion import EpochSchedule
-from commgnn.dist.netem import ALLREDUCE, LinkModel, NetworkEmulator
-from commgnn.dist.nic import NicClocks, clock_file
+from commgnn.network.congestion import EpochSchedule
+from commgnn.network.netem import ALLREDUCE, LinkModel, NetworkEmulator
+from commgnn.network.nic import NicClocks, clock_file
 
 BW = 10e6  # bytes/s: one MB takes 0.1 s
 MB = 1_000_000

@@ -1,4 +1,4 @@
-"""Point-to-point exchange (commgnn.dist.p2p) among real gloo processes, direct and staged
+"""Point-to-point exchange (commgnn.runtime.p2p) among real gloo processes, direct and staged
 through host memory (the shared-GPU path; on the CPU it stages through fresh host
 buffers all the same)."""
 
@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from commgnn.dist.p2p import exchange
+from commgnn.runtime.p2p import exchange
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,4 +1,4 @@
-"""The device plan (commgnn.dist.placement) for every combination of workers per host,
+"""The device plan (commgnn.runtime.devices) for every combination of workers per host,
 GPUs, ``training.device`` and SLURM GPU binding, with torch's CUDA calls faked."""
 
 from __future__ import annotations
@@ -12,18 +12,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from commgnn.dist import placement
-from commgnn.dist.placement import (
-    DevicePlan,
-    Gpu,
-    HostView,
-    agree,
-    confirm,
-    host_view,
-    plan_devices,
-    visible_gpus,
-)
-from commgnn.errors import HostError
+from commgnn.runtime import devices as placement
+from commgnn.runtime.devices import (DevicePlan, Gpu, HostView, agree, confirm, host_view, plan_devices, visible_gpus)
+from commgnn.core.errors import HostError
 
 
 def gpu(host: str, k: int, index: int | None = None) -> Gpu:
@@ -239,7 +230,7 @@ def test_the_shared_gpus_energy_attribution_adds_up_to_the_device():
 
 def test_threads_that_touch_the_device_start_on_the_workers_gpu(monkeypatch):
     """A new thread's current CUDA device is 0: carry_device hands it the caller's."""
-    from commgnn.dist.placement import carry_device
+    from commgnn.runtime.devices import carry_device
 
     current = {"main": 3}
     calls = []

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from commgnn.dist.launcher import START_METHOD_ENV, launch
+from commgnn.runtime.launcher import START_METHOD_ENV, launch
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,4 +1,4 @@
-"""How local workers start (:func:`commgnn.dist.launcher.worker_context`): forked from a
+"""How local workers start (:func:`commgnn.runtime.launcher.worker_context`): forked from a
 fork server that imported torch once, or spawned. Either way a worker sees the launcher's
 environment as it is at launch, and dies with its launcher."""
 
@@ -16,8 +16,8 @@ import psutil
 import pytest
 from polling import wait_for
 
-from commgnn.dist.launcher import START_METHOD_ENV, launch
-from commgnn.errors import HostError
+from commgnn.runtime.launcher import START_METHOD_ENV, launch
+from commgnn.core.errors import HostError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -52,7 +52,7 @@ def launcher_command(worker: str, on_start: str = "None") -> list[str]:
     """A launcher process running this module's ``worker`` on two workers."""
     script = ("import sys; sys.path[:0] = sys.argv[1:];"
               f"from test_worker_start import {worker};"
-              "from commgnn.dist.launcher import launch;"
+              "from commgnn.runtime.launcher import launch;"
               f"launch({worker}, (), 2, on_start={on_start})")
     return [sys.executable, "-c", script, *map(str, Path(__file__).parents[:2])]
 

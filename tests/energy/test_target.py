@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from commgnn.config import ConfigError, subschema, validate
+from commgnn.core.config import ConfigError, subschema, validate
 from commgnn.energy import (
     DEFAULT_CPU_IDLE_W,
     DEFAULT_CPU_MAX_W,

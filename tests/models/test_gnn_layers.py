@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from commgnn.core.blocks import Block
 from commgnn.models.layers import GATConv, GCNConv, SAGEConv, block_edges, edge_softmax
-from commgnn.sampling.block import Block
 
 torch.set_default_dtype(torch.float32)
 

@@ -7,8 +7,8 @@ from itertools import pairwise
 import pytest
 import torch
 
+from commgnn.core.blocks import Block
 from commgnn.models import GAT, GCN, BlockGNN, GraphSAGE, build_model
-from commgnn.sampling.block import Block
 
 
 def block_chain(sizes: list[int], fanout: int, seed: int) -> list[Block]:

@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 import torch
 
+from commgnn.core.blocks import Block
 from commgnn.data.store import load_dataset
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.models import build_model
 from commgnn.models.pyg import ConvGNN, DeepGCN, FiLM, conv_problem
-from commgnn.sampling.block import Block
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.train.loop import _fresh_model
 

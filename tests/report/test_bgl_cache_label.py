@@ -11,11 +11,11 @@ import pandas as pd
 import yaml
 
 from commgnn.report.claims import judge, workload
-from commgnn.report.claims_greendygnn import CLAIMS
 from commgnn.report.figures import compare
-from commgnn.report.figures.greendygnn_runs import label_runs, method
 from commgnn.report.labels import bgl_cache
-from commgnn.systems.bgl import BGLSystem
+from commgnn.systems.bgl.system import BGLSystem
+from commgnn.systems.greendygnn.claims import CLAIMS
+from commgnn.systems.greendygnn.figures.greendygnn_runs import label_runs, method
 
 ROOT = Path(__file__).parents[2]
 BY_ID = {claim.id: claim for claim in CLAIMS}

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from commgnn.report.claims import judge
-from commgnn.report.claims_grappa import CLAIMS, SPEEDUP_BY_DEPTH
-from commgnn.report.figures import grappa_table5
+from commgnn.systems.grappa.claims import CLAIMS, SPEEDUP_BY_DEPTH
+from commgnn.systems.grappa.figures import grappa_table5
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
 RUNS = pd.DataFrame({"base_system": ["grappa", "default", "clustergcn"],

@@ -8,9 +8,9 @@ import math
 import pandas as pd
 import pytest
 
+from commgnn.catalog import FIGURES
 from commgnn.report.claims import judge
-from commgnn.report.claims_greendygnn import CLAIMS
-from commgnn.report.figures import FIGURES
+from commgnn.systems.greendygnn.claims import CLAIMS
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
 RUNS = pd.DataFrame({"base_system": ["default", "bgl", "rapidgnn", "greendygnn"],

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from commgnn.report.claims import judge
-from commgnn.report.claims_hopgnn import CLAIMS, HOP_CELL
-from commgnn.report.figures import hopgnn_runs
+from commgnn.systems.hopgnn.claims import CLAIMS, HOP_CELL
+from commgnn.systems.hopgnn.figures import hopgnn_runs
 
 CLAIM = {c.id: c for c in CLAIMS}
 RUNS = pd.DataFrame({"base_system": ["hopgnn", "default", "p3"], "time_dilation": [60.0] * 3})

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from commgnn.report.claims import judge
-from commgnn.report.claims_rapidgnn import CLAIMS
+from commgnn.systems.rapidgnn.claims import CLAIMS
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
 RUNS = pd.DataFrame({"base_system": ["rapidgnn", "default", "rapidgnn"],

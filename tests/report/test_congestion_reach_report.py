@@ -9,11 +9,11 @@ import math
 import pandas as pd
 import pytest
 
+from commgnn.core.spec import RunSpec
 from commgnn.report.claims import COLUMNS, Claim, Measured, above, judge, ratio_band
 from commgnn.report.figures import compare
 from commgnn.report.labels import reach_column
 from commgnn.report.setting import describe_runs
-from commgnn.train.spec import RunSpec
 
 DATASETS = {"arxiv": {"source": "synthetic", "preset": "arxiv-like", "nodes": 16934}}
 SINGLE_LINK = {"kind": "scenario", "name": "single-link", "delay_ms": 20, "onset_epoch": 1}

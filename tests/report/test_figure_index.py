@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commgnn.report.figures import FIGURES, figure_index
+from commgnn import figure_index
+from commgnn.catalog import FIGURES
 
 
 def test_every_figure_is_indexed_and_the_readme_says_the_same(repo_root):

@@ -10,8 +10,12 @@ import pytest
 
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.partition import partition_graph
-from commgnn.report.figures.grappa_table1 import epoch_traffic, metis_random_ratio, part_traffic
 from commgnn.sampling.neighbor import NeighborSampler
+from commgnn.systems.grappa.figures.grappa_table1 import (
+    epoch_traffic,
+    metis_random_ratio,
+    part_traffic,
+)
 
 
 def _path(n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,8 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from commgnn.report.figures import FIGURES, grappa_table5
-from commgnn.systems.clustergcn import ClusterGCNSystem
+from commgnn.catalog import FIGURES
+from commgnn.systems.clustergcn.system import ClusterGCNSystem
+from commgnn.systems.grappa.figures import grappa_table5
 
 CELL = {"dataset": "d", "workers": 2, "network": "10gbe", "batch_size": 64, "layers": 2,
         "model": "gcn", "epochs": 3}

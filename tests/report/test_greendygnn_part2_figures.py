@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from commgnn.report.figures import (
-    FIGURES,
+from commgnn.catalog import FIGURES
+from commgnn.systems.greendygnn.figures import (
     greendygnn_fig7,
     greendygnn_fig8,
     greendygnn_policy,
@@ -187,8 +187,8 @@ def test_calibration_figure_pairs_each_measurement_with_its_fit(tmp_path):
     sys.path.insert(0, str(Path(__file__).parents[1] / "control"))
     from control_toys import toy_calibration
 
-    from commgnn.control.rpc_calibration import fit_rpc
-    from commgnn.report.figures import greendygnn_calibration
+    from commgnn.systems.greendygnn.figures import greendygnn_calibration
+    from commgnn.systems.greendygnn.rpc_calibration import fit_rpc
 
     cal = toy_calibration()
     points = [{"rows": n, "bytes": n * 512, "delay_ms": d,
@@ -213,7 +213,7 @@ def test_calibration_figure_pairs_each_measurement_with_its_fit(tmp_path):
 
 
 def test_the_learned_controller_without_cost_weights_is_its_own_method():
-    from commgnn.report.figures.greendygnn_runs import method
+    from commgnn.systems.greendygnn.figures.greendygnn_runs import method
 
     row = {"base_system": "greendygnn", "option_controller": "dqn"}
     assert method(pd.Series({**row, "option_cost_weights": True})) == "GreenDyGNN"
@@ -225,7 +225,7 @@ def test_the_learned_controller_without_cost_weights_is_its_own_method():
 def test_dgl_is_the_owned_schedule_and_the_global_one_is_named_apart():
     """GreenDyGNN's DGL is DistDGL's own schedule; beside it, the HopGNN and Grappa
     papers' global schedule is another method (else the claims see two DGL rows)."""
-    from commgnn.report.figures.greendygnn_runs import method
+    from commgnn.systems.greendygnn.figures.greendygnn_runs import method
 
     assert method(pd.Series({"base_system": "default", "option_schedule": "owned"})) == "DGL"
     assert method(pd.Series({"base_system": "default"})) == "DGL"

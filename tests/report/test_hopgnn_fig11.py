@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from commgnn.report.figures import hopgnn_fig11
+from commgnn.systems.hopgnn.figures import hopgnn_fig11
 
 CELL = {"dataset": "uk", "model": "sage_h16", "layers": 2, "workers": 4, "batch_size": 1024,
         "network": "10gbe"}

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 
 from commgnn.report import palette
 from commgnn.report.figures.plotting import save_figure
-from commgnn.systems import get_system
+from commgnn.systems.registry import get_system
 
 
 def colour(name: str) -> str:

@@ -4,7 +4,6 @@ values on small runs tables and run directories written to disk."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 from pathlib import Path
@@ -12,8 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from commgnn.errors import InputError, NotApplicable
-from commgnn.report.figures import (
+from commgnn.catalog import figure_module
+from commgnn.core.errors import InputError, NotApplicable
+from commgnn.core.spec import RunSpec, run_id
+from commgnn.report.setting import describe_runs
+from commgnn.systems.rapidgnn.figures import (
     rapidgnn_fig4,
     rapidgnn_fig6,
     rapidgnn_fig7,
@@ -21,9 +23,7 @@ from commgnn.report.figures import (
     rapidgnn_table2,
     rapidgnn_table3,
 )
-from commgnn.report.figures.rapidgnn_runs import load_runs, role
-from commgnn.report.setting import describe_runs
-from commgnn.train.spec import RunSpec, run_id
+from commgnn.systems.rapidgnn.figures.rapidgnn_runs import load_runs, role
 
 PARTS = {"m4": "metis", "r4": "random", "m2": "metis"}
 
@@ -118,7 +118,7 @@ def test_figures_without_a_rapidgnn_run_say_so(inputs, tmp_path, name):
     pd.DataFrame([RUNS[2], RUNS[7]]).to_csv(tmp_path / "tables" / "runs.csv", index=False)
     run_dirs = [_run_dir(tmp_path / "results", RUNS[7], [{"time_s": 1.0, "train_acc": 0.5,
                                                           "train_loss": 1.0}])]
-    module = importlib.import_module(f"commgnn.report.figures.{name}")
+    module = figure_module(name)
     if name == "rapidgnn_table2":
         with pytest.raises(NotApplicable, match="no cell runs rapidgnn beside a baseline"):
             module.make([*inputs, *run_dirs], tmp_path / f"{name}.png")

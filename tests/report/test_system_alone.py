@@ -22,18 +22,18 @@ import yaml
 from tiny_pipeline import TINY
 
 from commgnn.cli import main
+from commgnn.experiments import expand_experiments
+from commgnn.ledger import CLAIMS
 from commgnn.report.claims import VERDICTS
 from commgnn.report.figure_tables import (
     NOT_APPLICABLE,
     not_applicable_reason,
     read_figure_table,
 )
-from commgnn.report.figures.claims import CLAIMS
 from commgnn.report.palette import declarations
 from commgnn.report.scheduled import claims_reads, declared_figures
-from commgnn.systems.distdgl import dgl_python
+from commgnn.systems.distdgl.system import dgl_python
 from commgnn.systems.registry import get_system
-from commgnn.train.spec import expand_experiments
 
 PAPERS = {"rapidgnn": "RapidGNN", "grappa": "Grappa", "hopgnn": "HopGNN",
           "greendygnn": "GreenDyGNN"}

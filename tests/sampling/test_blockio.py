@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from commgnn.sampling.block import Block, MiniBatch
+from commgnn.core.blocks import Block, MiniBatch
 from commgnn.sampling.blockio import (
     HEADER_SIZE,
     TRAILER_SIZE,

@@ -12,8 +12,8 @@ import torch
 from sampling_reference import build_blocks, khop, neighbours, reference_sample, row_sample
 from scipy import stats
 
+from commgnn.core.blocks import MiniBatch
 from commgnn.data.store import csr_from_pairs, symmetrize_csr
-from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.seeds import batch_seed
 

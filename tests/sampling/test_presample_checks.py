@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from commgnn.core.errors import CommgnnError
 from commgnn.data.store import sha256_file
-from commgnn.errors import CommgnnError
 from commgnn.sampling.blockio import BlockFileError, BlockReader, BlockWriter
 from commgnn.sampling.presample import (
     PresampleError,

@@ -15,7 +15,7 @@ from commgnn.partition import load_partition
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems.bgl import BGLSystem, FifoFeatureCache
+from commgnn.systems.bgl.system import BGLSystem, FifoFeatureCache
 
 pytestmark = pytest.mark.timeout(300)
 EPOCHS = 2
@@ -83,7 +83,7 @@ def test_fifo_cache_by_hand():
 def test_options_are_declared():
     assert BGLSystem.resolve_options({}) == {"schedule": "owned", "sampling": "distributed",
                                              "prefetch_depth": 4, "cache_rows": 0}
-    from commgnn.config import ConfigError
+    from commgnn.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="prefetch_depth"):
         BGLSystem.resolve_options({"prefetch_depth": 0})

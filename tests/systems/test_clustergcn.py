@@ -15,16 +15,20 @@ import numpy as np
 import pytest
 import torch
 
-from commgnn.config import ConfigError
+from commgnn.core.config import ConfigError
+from commgnn.core.counts import FetchCounts
 from commgnn.data.store import load_dataset
-from commgnn.dist.feature_store import FetchCounts
 from commgnn.models.gnn import build_model
 from commgnn.models.layers import GCNConv
 from commgnn.partition import load_partition
 from commgnn.partition.metis import metis_assign
 from commgnn.sampling.seeds import derive_seed
-from commgnn.systems import clustergcn
-from commgnn.systems.clustergcn import ClusterGCNSystem, epoch_groups, induced_subgraph
+from commgnn.systems.clustergcn import system as clustergcn
+from commgnn.systems.clustergcn.system import (
+    ClusterGCNSystem,
+    epoch_groups,
+    induced_subgraph,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -112,7 +116,7 @@ def test_clustering_is_timed_apart_from_the_epoch(tiny_inputs, make_spec, monkey
 
 
 def test_validate_refuses_other_models_and_clusters_not_a_multiple_of_workers():
-    from commgnn.train.spec import expand_experiments
+    from commgnn.experiments import expand_experiments
 
     config = {"datasets": {"tiny": {"source": "synthetic", "preset": "tiny"}},
               "partitionings": {"m2": {"method": "metis", "parts": 2}},
@@ -219,7 +223,7 @@ def test_runs_read_only_own_rows_and_batch_q_clusters_by_hand(tiny_inputs, tmp_p
 def test_the_shipped_config_validates_and_builds_table_5(repo_root, tmp_path):
     from dry_run import job_counts
 
-    from commgnn.systems.grappa import GrappaSystem
+    from commgnn.systems.grappa.system import GrappaSystem
 
     counts = job_counts(repo_root, tmp_path, repo_root / "configs" / "clustergcn.yaml", 300)
     assert int(counts["train"]) == 6  # Cluster-GCN and Grappa, 3 seeds each

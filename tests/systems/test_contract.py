@@ -21,15 +21,17 @@ import pytest
 import torch
 import yaml
 
-from commgnn.config import ConfigError
+from commgnn.core.batch import PreparedBatch
+from commgnn.core.config import ConfigError
+from commgnn.core.counts import FetchCounts
+from commgnn.core.placement import Placement
 from commgnn.data.store import load_dataset
-from commgnn.dist.feature_store import FetchCounts
 from commgnn.partition import load_partition
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems import Placement, PreparedBatch, discover
-from commgnn.systems.default import DefaultSystem
+from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.registry import discover
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -222,7 +224,7 @@ def test_placement_decides_which_partition_a_worker_trains(tiny_inputs, tmp_path
 
 
 def test_config_checks_read_the_declarations():
-    from commgnn.train.spec import expand_experiments
+    from commgnn.experiments import expand_experiments
 
     base = {**TINY, "experiments": [{"systems": ["rapidgnn"], "datasets": ["tiny"],
                                      "partitionings": ["metis2"]}]}

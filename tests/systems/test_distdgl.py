@@ -20,9 +20,9 @@ import pytest
 import yaml
 from polling import wait_for
 
-from commgnn.distdgl import SCRIPTS
-from commgnn.errors import HostError, StaleInputError
-from commgnn.systems.distdgl import (
+from commgnn.core.errors import HostError, StaleInputError
+from commgnn.systems.distdgl import SCRIPTS
+from commgnn.systems.distdgl.system import (
     DGL_PYTHON_ENV,
     check_dgl_partition,
     dgl_python,
@@ -82,7 +82,7 @@ def start_run(spec, dataset: Path, partition: Path, dgl_parts: Path, out: Path):
 # -- without the DGL environment ----------------------------------------------------------
 def test_the_main_environment_never_imports_dgl():
     code = ("import sys; from commgnn.systems.registry import discover; discover(); "
-            "import commgnn.cli, commgnn.systems.distdgl, commgnn.distdgl; "
+            "import commgnn.cli, commgnn.systems.distdgl.system, commgnn.systems.distdgl; "
             "print('dgl' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
@@ -120,8 +120,8 @@ def test_a_dgl_partition_of_other_inputs_is_refused(tiny_inputs, tmp_path):
 
 
 def test_what_distdgl_cannot_run_is_refused_at_validate():
-    from commgnn.config import ConfigError
-    from commgnn.train.spec import expand_experiments
+    from commgnn.core.config import ConfigError
+    from commgnn.experiments import expand_experiments
 
     config = {"datasets": {"tiny": {"source": "synthetic", "preset": "tiny"}},
               "partitionings": {"m2": {"method": "metis", "parts": 2}},
@@ -221,9 +221,9 @@ def test_a_failed_machine_ends_the_run_naming_it(dgl_env, tiny_inputs, tmp_path,
 def test_the_machine_named_is_the_cause_not_the_peer_it_took_down(tmp_path):
     """Machine 0's trainer fails on the connection machine 1's death reset, and records
     its failure first: the run still names machine 1 (CI once named machine 0)."""
-    from commgnn.distdgl.machine import failed, lost_a_peer
-    from commgnn.errors import WorkerFailed
-    from commgnn.systems.distdgl import _wait
+    from commgnn.core.errors import WorkerFailed
+    from commgnn.systems.distdgl.machine import failed, lost_a_peer
+    from commgnn.systems.distdgl.system import _wait
 
     (tmp_path / "trainer_0.log").write_text(
         "Traceback (most recent call last):\nRuntimeError: [../third_party/gloo/gloo/"

@@ -17,13 +17,13 @@ import torch.multiprocessing as mp
 
 from commgnn.data.store import load_dataset, write_dataset
 from commgnn.data.synthetic import generate_synthetic
-from commgnn.dist.netem import network_from_spec
+from commgnn.network.netem import network_from_spec
 from commgnn.partition import load_partition, partition_graph, write_partition
 from commgnn.partition.chunk import chunk_pairs
 from commgnn.partition.subgraph import induced_csr, keep_cross_edges, merge_edges
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems.grappa import (
+from commgnn.systems.grappa.system import (
     coverage_factor,
     coverage_resampling,
     coverage_uniform,
@@ -93,7 +93,7 @@ def _free_port() -> int:
 def _hook_worker(rank: int, port: int, results) -> None:
     from torch.nn.parallel import DistributedDataParallel
 
-    from commgnn.dist.netem import allreduce_hook
+    from commgnn.network.netem import allreduce_hook
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)

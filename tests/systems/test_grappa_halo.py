@@ -19,7 +19,7 @@ from commgnn.partition.chunk import chunk_pairs
 from commgnn.partition.subgraph import induced_csr
 from commgnn.report.tables import runs_table
 from commgnn.sampling.neighbor import NeighborSampler
-from commgnn.systems.grappa import GrappaSystem, partition_nodes, resolve_halo_hops
+from commgnn.systems.grappa.system import GrappaSystem, partition_nodes, resolve_halo_hops
 
 pytestmark = pytest.mark.timeout(300)
 FANOUTS = [5, 5]  # the tiny runs' 2-layer model
@@ -50,7 +50,7 @@ def test_the_default_halo_is_the_models_depth():
     assert resolve_halo_hops(1, 4) == 1
     with pytest.raises(ValueError):
         resolve_halo_hops("two", 2)
-    from commgnn.config import ConfigError
+    from commgnn.core.config import ConfigError
     with pytest.raises(ConfigError, match="halo_hops"):
         GrappaSystem.resolve_options({"halo_hops": "deep"})
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from commgnn.control.controller import WindowDecision
 from commgnn.partition import load_partition
 from commgnn.sampling.presample import load_presampled
-from commgnn.systems.greendygnn import WindowBuffers, WindowCache, select_window_nodes
+from commgnn.systems.greendygnn.controller import WindowDecision
+from commgnn.systems.greendygnn.system import WindowBuffers, WindowCache, select_window_nodes
 
 pytestmark = pytest.mark.timeout(300)
 EPOCHS = 3

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from commgnn.dist.prefetch import PrefetchError
-from commgnn.errors import WorkerFailed
-from commgnn.systems.greendygnn import GreenDyGNNSystem, SampleBuffer
+from commgnn.core.errors import WorkerFailed
+from commgnn.runtime.prefetch import PrefetchError
+from commgnn.systems.greendygnn.system import GreenDyGNNSystem, SampleBuffer
 
 pytestmark = pytest.mark.timeout(300)
 EPOCHS = 3  # what tiny_presampled holds

@@ -15,14 +15,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from commgnn.core.blocks import Block, MiniBatch
 from commgnn.data.store import load_dataset
 from commgnn.models.gnn import build_model
 from commgnn.partition import load_partition, partition_graph, write_partition
-from commgnn.sampling.block import Block, MiniBatch
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems.hopgnn import (
+from commgnn.systems.hopgnn.system import (
     HopGNNSystem,
     IterationPlan,
     MergeSearch,

@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from commgnn.checks import path_problems
-from commgnn.config import ConfigError, validate
-from commgnn.control.controller import WINDOWS
-from commgnn.control.dqn import QNetwork, save_policy
-from commgnn.systems.clustergcn import ClusterGCNSystem
-from commgnn.systems.grappa import GrappaSystem
-from commgnn.train.spec import expand_experiments
+from commgnn.core.config import ConfigError, validate
+from commgnn.experiments import expand_experiments
+from commgnn.systems.clustergcn.system import ClusterGCNSystem
+from commgnn.systems.grappa.system import GrappaSystem
+from commgnn.systems.greendygnn.controller import WINDOWS
+from commgnn.systems.greendygnn.dqn import QNetwork, save_policy
 
 # 2000 nodes, 1200 of them training nodes: with batches of 256, at most 5 steps an epoch
 BASE = {

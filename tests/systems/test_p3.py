@@ -20,7 +20,7 @@ from commgnn.partition import partition_graph, write_partition
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, placement_steps, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems.p3 import (
+from commgnn.systems.p3.system import (
     SPLITS,
     P3System,
     column_ranges,

@@ -10,7 +10,7 @@ import pytest
 
 from commgnn.partition import load_partition
 from commgnn.sampling.presample import frequencies, load_presampled
-from commgnn.systems.rapidgnn import hot_nodes
+from commgnn.systems.rapidgnn.system import hot_nodes
 
 pytestmark = pytest.mark.timeout(300)
 EPOCHS = 3
@@ -164,7 +164,7 @@ def test_lagging_prefetcher_waits_and_fetches_the_same(tiny_inputs, tmp_path, ru
 
 def test_presample_mismatch_is_refused(tiny_inputs, tmp_path, run_on_tiny, make_spec,
                                        presampled):
-    from commgnn.errors import WorkerFailed
+    from commgnn.core.errors import WorkerFailed
 
     spec = make_spec(system="rapidgnn", epochs=EPOCHS, fanouts=[4, 4])
     with pytest.raises(WorkerFailed, match="presampled with fanouts"):

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from commgnn.dist.netem import MIGRATION, SHUFFLE, CollectiveWait, LinkModel, NetworkEmulator
+from commgnn.network.netem import MIGRATION, SHUFFLE, CollectiveWait, LinkModel, NetworkEmulator
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from commgnn.dist.netem import network_from_spec
+from commgnn.network.netem import network_from_spec
 from commgnn.train.clocks import JUDGED, network_mode, run_clock
 
 

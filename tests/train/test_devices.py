@@ -1,4 +1,4 @@
-"""Training on every device plan (commgnn.dist.placement), with real processes.
+"""Training on every device plan (commgnn.runtime.devices), with real processes.
 
 Without a GPU: ``device: auto`` trains on the CPU naming why, and ``device: cuda`` ends the
 run naming the worker. With one GPU: every system with 4 workers sharing it (gloo, host
@@ -19,13 +19,13 @@ import pandas as pd
 import pytest
 import torch
 
+from commgnn.core.errors import WorkerFailed
+from commgnn.core.spec import RunSpec
 from commgnn.data.store import load_dataset, write_dataset
 from commgnn.data.synthetic import generate_synthetic
-from commgnn.errors import WorkerFailed
 from commgnn.partition import partition_graph, write_partition
 from commgnn.sampling.presample import presample
 from commgnn.train.loop import RunPaths, run
-from commgnn.train.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from commgnn.config import ConfigError, validate
+from commgnn.core.config import ConfigError, validate
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -138,7 +138,7 @@ def _key(tiny_inputs, spec):
 def test_a_bad_or_foreign_probe_file_is_refused_naming_it(tiny_inputs, tmp_path, make_spec):
     from dataclasses import replace
 
-    from commgnn.errors import InputError
+    from commgnn.core.errors import InputError
     from commgnn.train.loop import RunPaths, _workload_probe
 
     bad = tmp_path / "probe.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from commgnn.errors import WorkerFailed
+from commgnn.core.errors import WorkerFailed
 from commgnn.sampling.blockio import BlockReader
 from commgnn.sampling.presample import blocks_file
 from commgnn.train.loop import publish_run
@@ -127,7 +127,7 @@ def test_the_pipeline_extends_a_finished_run_in_place(repo_root, tmp_path):
 
 
 def test_a_corrupt_record_of_the_finished_run_is_named(tmp_path, make_spec):
-    from commgnn.errors import InputError
+    from commgnn.core.errors import InputError
     from commgnn.train.loop import RunPaths, prepare_staging
 
     out = tmp_path / "run"

@@ -25,17 +25,10 @@ import psutil
 import pytest
 from polling import wait_for
 
-from commgnn.dist.heartbeat import (
-    START_TIMEOUTS,
-    ControlDir,
-    Failure,
-    Judge,
-    cause_of,
-    raised,
-)
-from commgnn.dist.launcher import free_ports
-from commgnn.dist.prefetch import Prefetcher, PrefetchError
-from commgnn.errors import ConfigError, WorkerFailed
+from commgnn.core.errors import ConfigError, WorkerFailed
+from commgnn.runtime.heartbeat import START_TIMEOUTS, ControlDir, Failure, Judge, cause_of, raised
+from commgnn.runtime.launcher import free_ports
+from commgnn.runtime.prefetch import Prefetcher, PrefetchError
 from commgnn.sampling.blockio import BlockFileError, BlockReader
 from commgnn.sampling.presample import blocks_file
 
@@ -386,7 +379,7 @@ def test_a_prefetchers_failure_is_reported_by_its_cause():
 
 
 def test_bad_heartbeat_settings_fail_before_any_worker(monkeypatch):
-    from commgnn.dist.launcher import launch
+    from commgnn.runtime.launcher import launch
 
     monkeypatch.setenv("COMMGNN_HEARTBEAT_TIMEOUT_S", "0.1")
     with pytest.raises(ConfigError, match=r"COMMGNN_HEARTBEAT_TIMEOUT_S=0\.1: shorter than"):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from commgnn.experiments import expand_experiments
 from commgnn.train.references import (
     DERIVATION_RULE,
     layer_dims,
@@ -14,7 +15,6 @@ from commgnn.train.references import (
     reference_for,
     step_flops,
 )
-from commgnn.train.spec import expand_experiments
 from commgnn.train.workload import StepWorkload, dataset_shape, step_workload
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from commgnn.files import write_json_atomic
+from commgnn.core.files import write_json_atomic
 from commgnn.train.metrics import StepRecord
 
 pytestmark = pytest.mark.timeout(120)

@@ -2,12 +2,14 @@
 import json
 from commgnn import cluster
 from commgnn.checks import path_problems, training_host_problems
-from commgnn.config import listing
-from commgnn.errors import CommgnnError, HostError
+from commgnn.core.config import listing
+from commgnn.core.errors import CommgnnError, HostError
 from commgnn.data.sources import needs_network
-from commgnn.systems import get_system
-from commgnn.dist.netem import dilation_of
-from commgnn.train.spec import TRAINING_DEFAULTS, expand_experiments
+from commgnn.catalog import figure_module
+from commgnn.systems.registry import get_system
+from commgnn.network.netem import dilation_of
+from commgnn.core.spec import TRAINING_DEFAULTS
+from commgnn.experiments import expand_experiments
 from commgnn.train.workload import Workload, step_workload
 from commgnn.train.workload import dataset_shape as workload_dataset_shape
 import shlex
@@ -177,7 +179,7 @@ def train_launch(w, resources):
 
 
 # Where the pipeline builds each input a system can declare in `needs`
-# (commgnn.systems.base.PIPELINE_INPUTS), for one run.
+# (commgnn.core.declarations.PIPELINE_INPUTS), for one run.
 PIPELINE_INPUT_PATHS = {
     "presample": lambda s: (
         f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
@@ -337,12 +339,9 @@ def figure_setting(name):
     """The caption's last paragraph: what the runs behind the figure were run on (those
     its module's `runs_behind(spec)` accepts; without one, every run on the datasets of
     the systems declaring it)."""
-    import importlib
-
     from commgnn.report.setting import describe_runs
 
-    behind = getattr(importlib.import_module(f"commgnn.report.figures.{name}"),
-                     "runs_behind", None)
+    behind = getattr(figure_module(name), "runs_behind", None)
     if behind is None:
         datasets = {spec.dataset for spec in RUNS.values()
                     if name in get_system(spec.base_system).figures}
@@ -393,7 +392,7 @@ def control_template(w):
 def control_resources(w, step):
     """Requests of `calibrate` or `validate_simulator`: their short runs spawn every worker
     inside one job (commgnn.cluster.control_resources)."""
-    from commgnn.control.calibrate import CALIBRATION_DEFAULTS, VALIDATION_DEFAULTS
+    from commgnn.systems.greendygnn.calibrate import CALIBRATION_DEFAULTS, VALIDATION_DEFAULTS
 
     spec = control_template(w)
     if step == "calibration":
@@ -441,7 +440,7 @@ SYSTEM_FIGURES = declared_figures([spec.base_system for spec in RUNS.values()],
 # The DGL environment (systems that need a `dgl_partition`, e.g. distdgl): its interpreter
 # for the conversion rule, and a run that needs it stops before any job without it.
 from snakemake.exceptions import WorkflowError
-from commgnn.systems.distdgl import DGL_PYTHON_ENV, DGL_SETUP, dgl_python
+from commgnn.systems.distdgl.system import DGL_PYTHON_ENV, DGL_SETUP, dgl_python
 
 
 def dgl_interpreter(wildcards):

@@ -1,7 +1,7 @@
 # DistDGL (system `distdgl`): each partition converted to DGL's format by DGL's own
 # partition_graph, given commgnn's node assignment; run with the DGL environment's
 # interpreter (`bash setup.sh --dgl`, or COMMGNN_DGL_PYTHON), never the main one.
-from commgnn.distdgl import SCRIPTS as DGL_SCRIPTS
+from commgnn.systems.distdgl import SCRIPTS as DGL_SCRIPTS
 
 
 rule dgl_partition:

@@ -16,7 +16,7 @@ train_idx.npy  int64      sorted node ids of the training split (also val/test)
 
 ``meta.json`` records the name, source, statistics, the SHA-256 of every array file and
 the dataset's ``fingerprint`` (:func:`dataset_fingerprint`: a digest of those SHA-256
-entries, what derived artefacts record; :mod:`commgnn.provenance`).
+entries, what derived artefacts record; :mod:`commgnn.core.provenance`).
 :func:`write_dataset` writes into a temporary sibling directory and renames it into place,
 so a crash never leaves a directory that looks complete. :func:`load_dataset` maps the
 arrays read-only and checks, with a :class:`DatasetError` naming the file and the value,
@@ -42,9 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
-from commgnn.errors import InputError
-from commgnn.files import atomic_directory, json_text, read_json_object
-from commgnn.provenance import digest, hinted
+from commgnn.core.errors import InputError
+from commgnn.core.files import atomic_directory, json_text, read_json_object
+from commgnn.core.provenance import digest, hinted
 
 FORMAT_VERSION = 1
 ARRAY_FILES = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
@@ -174,7 +174,7 @@ def validate_arrays(ds: GraphDataset, where: str = "dataset") -> None:
 
 def dataset_fingerprint(files: dict) -> str:
     """The fingerprint of a dataset from its ``meta.json`` ``files`` entries (their
-    SHA-256): what derived artefacts record (:mod:`commgnn.provenance`)."""
+    SHA-256): what derived artefacts record (:mod:`commgnn.core.provenance`)."""
     return digest({key: files[key]["sha256"] for key in ARRAY_FILES})
 
 
@@ -217,7 +217,7 @@ def write_dataset(ds: GraphDataset, out_dir: str | Path, source: dict | None = N
                   generator: str = "") -> Path:
     """Validate ``ds`` (:func:`validate_arrays`: ids, shapes, finite features) and write it
     atomically to ``out_dir`` (replacing nothing partial); ``generator``: what made it
-    (:func:`commgnn.testbed.generator_of`), recorded for the runs' provenance.
+    (:func:`commgnn.core.testbed.generator_of`), recorded for the runs' provenance.
 
     ``source`` (e.g. the config spec that produced it) is recorded in ``meta.json``.
     """

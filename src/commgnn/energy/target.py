@@ -24,7 +24,7 @@ RPCs carrying ``B`` payload bytes::
   emulated transfers it blocked on inside the step (``step_comm_s``: the all-reduce,
   activations, migrations) and less the time
   it sat in the real collective waiting for a slower peer (``collective_wait_s``,
-  :class:`commgnn.dist.netem.CollectiveWait`), e.g. for the one fetching from a congested
+  :class:`commgnn.network.netem.CollectiveWait`), e.g. for the one fetching from a congested
   machine: the GPU idles through both.
 - ``cpu_idle_w · T``: the CPU package's idle floor.
 - The last term: the linear utilisation–power model's active part (as in

@@ -18,9 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from commgnn.core.blocks import Block
 from commgnn.data.store import GraphDataset
 from commgnn.models.gnn import build_model
-from commgnn.sampling.block import Block
 
 __all__ = ["train_full_graph"]
 

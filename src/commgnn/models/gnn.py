@@ -18,8 +18,8 @@ from itertools import pairwise
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from commgnn.core.blocks import Block
 from commgnn.models.layers import GATConv, GCNConv, SAGEConv
-from commgnn.sampling.block import Block
 
 __all__ = ["GAT", "GCN", "MODEL_NAMES", "PYG_MODELS", "BlockGNN", "GraphSAGE", "build_model"]
 

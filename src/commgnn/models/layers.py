@@ -1,4 +1,4 @@
-"""Graph convolution layers over one :class:`~commgnn.sampling.block.Block`, in plain PyTorch.
+"""Graph convolution layers over one :class:`~commgnn.core.blocks.Block`, in plain PyTorch.
 
 Every layer is called as ``layer(block, h_src)`` where ``h_src`` has one row per block source
 (``block.num_src`` rows) and returns one row per block destination (``block.num_dst`` rows).
@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from commgnn.sampling.block import Block
+from commgnn.core.blocks import Block
 
 __all__ = ["GATConv", "GCNConv", "SAGEConv", "block_edges", "edge_softmax"]
 

@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from commgnn.core.blocks import Block
 from commgnn.models.layers import block_edges
-from commgnn.sampling.block import Block
 
 __all__ = ["ConvGNN", "DeepGCN", "FiLM", "conv_class", "conv_problem", "pyg"]
 

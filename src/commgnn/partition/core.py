@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from commgnn.core.errors import InputError
 from commgnn.data.store import GraphDataset, fingerprint_of
-from commgnn.errors import InputError
 from commgnn.partition.book import PartitionBook
 from commgnn.partition.chunk import CHUNK_METHODS, chunk_assign, chunk_pairs
 from commgnn.partition.halo import compute_halos
@@ -48,7 +48,7 @@ class Partition:
     ``spec`` is the normalised spec (defaults filled in, see :func:`normalize_spec`).
     ``timing`` holds wall-clock seconds (not deterministic, stored apart from ``stats``).
     ``dataset`` identifies the partitioned graph (name, num_nodes, num_edges and its
-    ``fingerprint``, :mod:`commgnn.provenance`). ``fingerprint`` is the partition's own,
+    ``fingerprint``, :mod:`commgnn.core.provenance`). ``fingerprint`` is the partition's own,
     set when loaded from a directory (:func:`commgnn.partition.io.partition_fingerprint`).
     """
 

@@ -19,7 +19,7 @@ timing.json        wall-clock seconds of the partitioning run; the only file tha
 :func:`load_partition` verifies checksums (by default) and structural consistency and raises
 :class:`PartitionError` naming the offending file and how to rebuild the partition; given
 the dataset it is used with, it refuses a partition of another dataset (another
-fingerprint, or none recorded) with :class:`~commgnn.errors.StaleInputError`.
+fingerprint, or none recorded) with :class:`~commgnn.core.errors.StaleInputError`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from commgnn.core.files import atomic_directory, json_text, read_json_object
+from commgnn.core.provenance import check_inputs, digest, hinted
 from commgnn.data.store import GraphDataset, fingerprint_of, sha256_file
-from commgnn.files import atomic_directory, json_text, read_json_object
 from commgnn.partition.book import LOCAL_DTYPE, OWNER_DTYPE, PartitionBook
 from commgnn.partition.core import Partition, PartitionError, normalize_spec
-from commgnn.provenance import check_inputs, digest, hinted
 
 FORMAT_VERSION = 1
 BOOK_FILE = "book.npz"
@@ -168,7 +168,7 @@ def load_partition(part_dir: str | Path, verify_checksums: bool = True,
     Raises :class:`PartitionError` naming the file that is missing, corrupt (checksum,
     truncation, bad JSON) or inconsistent with ``meta.json``, and how to rebuild it. With
     ``dataset`` (the one it is used with), a partition made from another dataset (or
-    recording no dataset fingerprint) is a :class:`~commgnn.errors.StaleInputError`.
+    recording no dataset fingerprint) is a :class:`~commgnn.core.errors.StaleInputError`.
     """
     part_dir = Path(part_dir)
     with hinted(part_dir, "partition"):

@@ -25,7 +25,7 @@ cells, the paper's value for the same cells, the rows it came from) or
   with no network at all. Dilated runs, and runs computing on a GPU over the emulated
   network at f = 1 or over a real network, are judged alike;
 - ``not applicable``: the runs behind the figure do not include what the claim needs (the
-  figure said so by raising :class:`commgnn.errors.NotApplicable`, and ``commgnn figure``
+  figure said so by raising :class:`commgnn.core.errors.NotApplicable`, and ``commgnn figure``
   wrote its CSV as the reason: :mod:`commgnn.report.figure_tables`);
 - ``not measured``: its figure was not built (its systems did not run), or has no rows
   for it.
@@ -332,7 +332,7 @@ def _provenance(runs: pd.DataFrame | None) -> list[str]:
 def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | None,
           outputs: dict[str, str], not_applicable: dict[str, str] | None = None) -> dict:
     """The claim's ledger row. ``not_applicable``: figures whose runs lack what they need,
-    with why (:class:`commgnn.errors.NotApplicable`)."""
+    with why (:class:`commgnn.core.errors.NotApplicable`)."""
     row = {"id": claim.id, "paper": claim.paper, "claim": claim.claim,
            "paper_value": claim.paper_value, "paper_x": math.nan, "workload": "",
            "clock": "", "reach": "", "energy": "", "provenance": "", "geomean": math.nan,

@@ -1,7 +1,7 @@
 """A figure's CSV as the report reads it: its rows, or why the figure does not apply.
 
 A figure whose runs lack what it needs (a system, a baseline beside it, a partitioning
-method) raises :class:`commgnn.errors.NotApplicable`; ``commgnn figure`` then draws the
+method) raises :class:`commgnn.core.errors.NotApplicable`; ``commgnn figure`` then draws the
 reason and writes the CSV as one ``not_applicable`` column holding it, so the jobs after
 it (the claims ledger, the figure index) read why instead of failing on a missing or
 empty table. Kept free of matplotlib and torch.

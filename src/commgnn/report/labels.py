@@ -10,7 +10,7 @@ import math
 import pandas as pd
 
 #: A runs table from before the ``congestion_reach`` column: the reach of a congested run
-#: is not known (the default reach changed; see ``commgnn.dist.congestion``).
+#: is not known (the default reach changed; see ``commgnn.network.congestion``).
 UNKNOWN = "unknown"
 
 

@@ -28,7 +28,7 @@ def declared_figures(base_systems: Iterable[str],
 def claims_reads(figures: Iterable[str]) -> list[str]:
     """The figure tables the claims ledger reads among ``figures`` and the comparison
     (always built where anything ran)."""
-    from commgnn.report.figures.claims import READS
+    from commgnn.ledger import READS
 
     built = set(figures)
     return [name for name in READS if name in built or name == "compare"]

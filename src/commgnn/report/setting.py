@@ -5,8 +5,8 @@ figure's caption in the Snakemake report)."""
 
 from __future__ import annotations
 
+from commgnn.core.spec import RunSpec
 from commgnn.report.labels import reach_words
-from commgnn.train.spec import RunSpec
 
 #: Nodes of the real datasets the synthetic presets stand for.
 REAL_DATASETS = {

@@ -20,7 +20,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from commgnn.dist.heartbeat import alive
+from commgnn.runtime.heartbeat import alive
 
 STATES = ("running", "failed", "partial", "finished")
 STAGING_SUFFIX = ".partial"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.core.spec import RUN_KEYS, run_id
 from commgnn.partition import read_partition_meta
-from commgnn.train.spec import RUN_KEYS, run_id
 from commgnn.train.summary import COMMON_KEYS
 
 

@@ -3,7 +3,7 @@
 RapidGNN §3 ("Precomputed metadata blocks") streams the presampled schedule to local
 storage instead of keeping it in memory: per batch the seeds, the input-node ids and the
 local/remote bitmask, plus (here) every block's CSR so training can rebuild the exact
-:class:`~commgnn.sampling.block.MiniBatch` without sampling again. One file holds the
+:class:`~commgnn.core.blocks.MiniBatch` without sampling again. One file holds the
 ordered batches of one (worker, epoch).
 
 File layout (version 1, every integer little-endian)
@@ -63,8 +63,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from commgnn.errors import InputError
-from commgnn.sampling.block import Block, MiniBatch
+from commgnn.core.blocks import Block, MiniBatch
+from commgnn.core.errors import InputError
 
 FORMAT_VERSION = 1
 MAGIC = b"CGNNBLKS"

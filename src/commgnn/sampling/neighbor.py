@@ -50,7 +50,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from commgnn.sampling.block import Block, MiniBatch
+from commgnn.core.blocks import Block, MiniBatch
 from commgnn.sampling.seeds import as_uint64, bounded, mix64, stream_draw
 
 # Software-prefetch lookahead: rows ahead in `_resolve`, items ahead in single-load loops.

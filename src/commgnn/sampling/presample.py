@@ -27,7 +27,7 @@ Output directory
 
 Loading checks cheaply before any training (:func:`check_presample`): the dataset's and
 the partition's fingerprints against those recorded (another or none:
-:class:`~commgnn.errors.StaleInputError`), the run's parameters, and that each of the
+:class:`~commgnn.core.errors.StaleInputError`), the run's parameters, and that each of the
 worker's files has the size ``meta.json`` records (a truncated file fails at setup).
 Records are CRC-checked and their ids bounds-checked as they are read (:mod:`blockio`),
 frequency files on load; every error names the file and how to rebuild the presample.
@@ -50,19 +50,19 @@ from pathlib import Path
 
 import numpy as np
 
+from commgnn.core.blocks import MiniBatch
+from commgnn.core.counts import FetchCounts
+from commgnn.core.errors import InputError
+from commgnn.core.files import atomic_directory, json_text, read_json_object
+from commgnn.core.progress import Progress
+from commgnn.core.provenance import check_inputs, digest, hinted
 from commgnn.data.store import META_FILE as DATASET_META
 from commgnn.data.store import GraphDataset, load_dataset, sha256_file
-from commgnn.dist.feature_store import FetchCounts
-from commgnn.dist.remote_sampler import sampling_traffic
-from commgnn.errors import InputError
-from commgnn.files import atomic_directory, json_text, read_json_object
 from commgnn.partition import Partition, load_partition
 from commgnn.partition.io import META_FILE as PARTITION_META
 from commgnn.partition.io import save_npz_deterministic
-from commgnn.progress import Progress
-from commgnn.provenance import check_inputs, digest, hinted
+from commgnn.runtime.remote_sampler import sampling_traffic
 from commgnn.sampling import blockio
-from commgnn.sampling.block import MiniBatch
 from commgnn.sampling.blockio import BlockFileError, BlockReader, BlockWriter, PresampledBatch
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes

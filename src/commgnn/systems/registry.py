@@ -1,7 +1,7 @@
 """Where systems are found, and the config checks their declarations drive.
 
-Discovery: every module of the ``commgnn.systems`` package is imported, then every
-``commgnn.systems`` entry point (a module, or a :class:`~commgnn.systems.base.System`
+Discovery: the ``system`` module of every package under ``commgnn.systems`` is imported, then every
+``commgnn.systems`` entry point (a module, or a :class:`~commgnn.train.system.System`
 subclass) of the installed distributions — how a system outside this package is added.
 Defining a ``System`` subclass with a ``name`` registers it.
 """
@@ -13,10 +13,10 @@ import pkgutil
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-from commgnn.config import ConfigError
+from commgnn.core.config import ConfigError
 
 if TYPE_CHECKING:
-    from commgnn.systems.base import System
+    from commgnn.train.system import System
 
 ENTRY_POINT_GROUP = "commgnn.systems"
 SYSTEMS: dict[str, type[System]] = {}
@@ -25,7 +25,7 @@ _discovered = False
 
 def register(cls: type[System]) -> None:
     """Add ``cls`` under ``cls.name`` (a second class of the same name is an error)."""
-    from commgnn.systems.base import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
+    from commgnn.core.declarations import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
 
     name = cls.name
     known = SYSTEMS.get(name)
@@ -56,8 +56,8 @@ def discover() -> dict[str, type[System]]:
         import commgnn.systems as package
 
         for module in pkgutil.iter_modules(package.__path__):
-            if module.name not in ("base", "registry"):
-                importlib.import_module(f"commgnn.systems.{module.name}")
+            if module.ispkg:  # systems/<name>/system.py holds the runtime
+                importlib.import_module(f"commgnn.systems.{module.name}.system")
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
             entry.load()
     return SYSTEMS

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from commgnn.errors import InputError
+from commgnn.core.errors import InputError
 
 CHECKPOINT_FILE = "last.pt"
 log = logging.getLogger(__name__)

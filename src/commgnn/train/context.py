@@ -7,19 +7,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from commgnn.core.blocks import MiniBatch
+from commgnn.core.placement import Placement
+from commgnn.core.spec import RunSpec
 from commgnn.data.store import GraphDataset
-from commgnn.dist.feature_store import FeatureStore
-from commgnn.dist.launcher import DistEnv
-from commgnn.dist.netem import NetworkEmulator
-from commgnn.dist.placement import DevicePlan
-from commgnn.dist.remote_sampler import serve_adjacency
+from commgnn.network.netem import NetworkEmulator
 from commgnn.partition import Partition
-from commgnn.sampling.block import MiniBatch
+from commgnn.runtime.devices import DevicePlan
+from commgnn.runtime.feature_store import FeatureStore
+from commgnn.runtime.launcher import DistEnv
+from commgnn.runtime.remote_sampler import serve_adjacency
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, placement_steps, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems.base import Placement
-from commgnn.train.spec import RunSpec
 
 
 @dataclass
@@ -65,7 +65,7 @@ class WorkerContext:
     @property
     def p2p_via_host(self) -> bool:
         """Whether point-to-point tensors are staged through host memory (workers
-        sharing a GPU: :mod:`commgnn.dist.placement`)."""
+        sharing a GPU: :mod:`commgnn.runtime.devices`)."""
         return self.plan is not None and self.plan.p2p == "host"
 
     def set_placement(self, placement: Placement) -> None:

@@ -4,7 +4,7 @@ Every worker: build the system from its options (and refuse a partition it canno
 on), load the memory-mapped dataset and partition, join the process group (gloo on CPU,
 NCCL on CUDA) and the RPC group, serve its features, create the model, hand it to the
 system (``System.setup``; the system decides about DDP), then for ``epochs`` epochs run
-the system's steps (the lifecycle in :mod:`commgnn.systems.base`), checkpoint after
+the system's steps (the lifecycle in :mod:`commgnn.train.system`), checkpoint after
 each (model, optimiser, every worker's system state; resume from the last), evaluate,
 and write per-step JSONL. Rank 0 gathers per-epoch records, writes ``epochs.jsonl`` and
 ``summary.json`` and finally renames the run's staging directory ``<run>.partial`` to
@@ -37,11 +37,30 @@ import torch
 import torch.distributed as dist
 from torch.distributed import rpc
 
-from commgnn.config import ConfigError
+from commgnn.core.config import ConfigError
+from commgnn.core.errors import InputError
+from commgnn.core.files import json_text, write_json_atomic
+from commgnn.core.spec import RunSpec
+from commgnn.core.testbed import run_provenance
 from commgnn.data.store import load_dataset
-from commgnn.dist import heartbeat
-from commgnn.dist.feature_store import FeatureStore, worker_name
-from commgnn.dist.launcher import (
+from commgnn.energy import select_meter
+from commgnn.energy.base import EnergyMeter
+from commgnn.energy.target import TargetEnergy, TargetPowerModel
+from commgnn.models.gnn import build_model
+from commgnn.network.netem import (
+    ALLREDUCE,
+    FETCH,
+    SAMPLING,
+    LinkStats,
+    dilation_of,
+    network_from_spec,
+)
+from commgnn.network.nic import clock_file
+from commgnn.partition import load_partition
+from commgnn.runtime import heartbeat
+from commgnn.runtime.devices import DevicePlan, agree, host_view
+from commgnn.runtime.feature_store import FeatureStore, worker_name
+from commgnn.runtime.launcher import (
     DistEnv,
     bind_interface,
     external_env,
@@ -50,33 +69,14 @@ from commgnn.dist.launcher import (
     rpc_init_method,
     watch_peers,
 )
-from commgnn.dist.netem import (
-    ALLREDUCE,
-    FETCH,
-    SAMPLING,
-    LinkStats,
-    dilation_of,
-    network_from_spec,
-)
-from commgnn.dist.nic import clock_file
-from commgnn.dist.placement import DevicePlan, agree, host_view
-from commgnn.energy import select_meter
-from commgnn.energy.base import EnergyMeter
-from commgnn.energy.target import TargetEnergy, TargetPowerModel
-from commgnn.errors import InputError
-from commgnn.files import json_text, write_json_atomic
-from commgnn.models.gnn import build_model
-from commgnn.partition import load_partition
 from commgnn.sampling.seeds import derive_seed
 from commgnn.systems.registry import get_system
-from commgnn.testbed import run_provenance
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.clocks import network_mode
 from commgnn.train.context import WorkerContext
 from commgnn.train.dilation import resolve_dilation
 from commgnn.train.evaluate import evaluate
 from commgnn.train.metrics import JsonlWriter, StepRecord
-from commgnn.train.spec import RunSpec
 from commgnn.train.summary import (
     NETWORK_CLASSES,
     add_cumulative,
@@ -216,7 +216,7 @@ def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) ->
 def _init_groups(env: DistEnv, spec: RunSpec) -> DevicePlan:
     """Agree on the device plan, then join the process group and RPC, all through one
     store, every listener on the rendezvous interface
-    (:func:`commgnn.dist.launcher.rendezvous_store`)."""
+    (:func:`commgnn.runtime.launcher.rendezvous_store`)."""
     bind_interface(env, spec.get("interface"))
     timeout = spec.get("collective_timeout_s")
     store = rendezvous_store(env, timeout)
@@ -487,7 +487,7 @@ def _resume_key(spec: RunSpec, paths: RunPaths) -> str:
     step (a re-measured probe gives another f, so the run starts over)."""
     import hashlib
 
-    from commgnn.testbed import CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL
+    from commgnn.core.testbed import CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL
 
     probe = _workload_probe(paths)
     parts = [spec.resume_key(), CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commgnn.files import json_text
+from commgnn.core.files import json_text
 
 
 @dataclass
@@ -41,7 +41,7 @@ class StepRecord:
     #: ``compute_s`` split: ``step_comm_s``, the emulated transfers the trainer blocked on
     #: inside the step (the all-reduce — ``sync_s`` —, activations, migrations …);
     #: ``collective_wait_s``, raw seconds idle in real collectives for its peers (the
-    #: straggler wait; :class:`commgnn.dist.netem.CollectiveWait`); ``busy_s``, the rest:
+    #: straggler wait; :class:`commgnn.network.netem.CollectiveWait`); ``busy_s``, the rest:
     #: the device computing.
     step_comm_s: float
     collective_wait_s: float

@@ -20,8 +20,12 @@ from statistics import mean
 import pandas as pd
 import torch
 
-from commgnn.dist.congestion import congestion_from_spec, reach_label
-from commgnn.dist.netem import (
+from commgnn.core.declarations import reduce_values
+from commgnn.core.files import write_csv
+from commgnn.core.spec import RunSpec
+from commgnn.energy.target import TargetPowerModel
+from commgnn.network.congestion import congestion_from_spec, reach_label
+from commgnn.network.netem import (
     ACTIVATION,
     ACTIVATION_GRAD,
     ALLREDUCE,
@@ -31,12 +35,9 @@ from commgnn.dist.netem import (
     SAMPLING,
     SHUFFLE,
 )
-from commgnn.energy.target import TargetPowerModel
-from commgnn.files import write_csv
-from commgnn.systems.base import System, reduce_values
 from commgnn.train import walltime
 from commgnn.train.clocks import run_clock
-from commgnn.train.spec import RunSpec
+from commgnn.train.system import System
 
 #: Traffic classes whose modelled link seconds and bytes each epoch record carries
 #: (``network_<class>_s``, ``network_<class>_bytes``; every thread, steps and outside).
@@ -163,7 +164,7 @@ def congestion_label(network_spec, workers: int, epochs: int) -> str:
 def congestion_reach(network_spec, workers: int, epochs: int) -> str:
     """Which traffic the run's congestion delayed: ``none`` for a run without congestion
     (:func:`congestion_label` is ``none``), else the spec's reach
-    (:func:`commgnn.dist.congestion.reach_label`: ``all``, or the classes joined by ``+``,
+    (:func:`commgnn.network.congestion.reach_label`: ``all``, or the classes joined by ``+``,
     e.g. ``fetch+sampling``, the paper's default for the ``scenario`` and ``greendygnn``
     kinds) — the emulator's ``congested_traffic``."""
     if congestion_label(network_spec, workers, epochs) == "none":
@@ -351,13 +352,13 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         **attempt_record(),  # a first attempt from the start, unless run_info says otherwise
         **{k: v for k, v in run_info.items()
            if k not in ("time_dilation", "setup_s", "device_plan", "provenance")},
-        "provenance": provenance,  # what made it (commgnn.testbed)
+        "provenance": provenance,  # what made it (commgnn.core.testbed)
         "testbed": provenance.get("testbed", "unrecorded"),
         "commit": provenance.get("commit", "unrecorded"),
         **metrics,
         "system_metrics": sorted(metrics),
         "device": str(device),
-        "device_mode": plan["mode"],  # cpu | shared | exclusive (commgnn.dist.placement)
+        "device_mode": plan["mode"],  # cpu | shared | exclusive (commgnn.runtime.devices)
         "device_plan": plan,
         "clock": run_clock(f, str(device), run_info.get("network_mode")),
         "energy_gpu_attribution": gpu_attribution(meter, plan),

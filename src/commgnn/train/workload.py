@@ -101,7 +101,7 @@ class StepWorkload:
 
 
 def step_workload(spec, dataset: dict) -> StepWorkload:
-    """The step workload of a run spec (:class:`~commgnn.train.spec.RunSpec`) on the
+    """The step workload of a run spec (:class:`~commgnn.core.spec.RunSpec`) on the
     dataset whose shape is ``dataset`` (:func:`dataset_shape`)."""
     kwargs = spec.model_kwargs()
     return StepWorkload(dataset=dict(dataset), architecture=spec.architecture,

@@ -1,0 +1,113 @@
+"""Configuration loading and validation against the pipeline's JSON schema.
+
+The same schema (``commgnn/schemas/config.schema.yaml``, linked from ``workflow/schemas/``)
+is enforced by Snakemake and by every CLI entry point, so a bad config fails before any
+work starts, with the offending key path in the message.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from commgnn.core.errors import ConfigError
+
+__all__ = ["ConfigError", "listing", "load_config", "read_yaml", "schema", "subschema",
+           "validate"]
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """The pipeline config schema as a dict."""
+    text = resources.files("commgnn").joinpath("schemas/config.schema.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def subschema(name: str) -> dict:
+    """A ``$defs`` entry of the config schema, resolvable on its own."""
+    full = schema()
+    return {"$defs": full["$defs"], **full["$defs"][name]}
+
+
+def _key_path(prefix: str, error: jsonschema.ValidationError) -> str:
+    parts = [prefix, *(str(p) for p in error.absolute_path)]
+    return ".".join(part for part in parts if part) or "(top level)"
+
+
+def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """Descend into if/then/allOf context to the most specific error."""
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def listing(problems: list[str]) -> str:
+    """Problems as one message: the line itself when there is one, else a count and one
+    indented line each."""
+    unique = list(dict.fromkeys(problems))
+    if len(unique) == 1:
+        return unique[0]
+    return f"{len(unique)} problems:\n  " + "\n  ".join(unique)
+
+
+def validate(data: Any, schema_dict: dict | None = None, prefix: str = "config") -> None:
+    """Validate ``data``; raise :class:`ConfigError` listing every problem by key path."""
+    validator_cls = jsonschema.validators.validator_for(schema_dict or schema())
+    validator = validator_cls(schema_dict or schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError(listing([f"{_key_path(prefix, err)}: {err.message}"
+                                   for err in map(_deepest, errors)]))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses a mapping with the same key twice."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode,
+                                deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(f"{key_node.start_mark.name}:{line}: duplicate key {key!r} "
+                              f"(first at line {seen[key]})")
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                              _mapping_without_duplicates)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's content; :class:`ConfigError` naming the file (and line) when it is
+    missing, not YAML, or has a duplicate key in any mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        with path.open() as stream:
+            return yaml.load(stream, Loader=_StrictLoader)  # a SafeLoader
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML ({detail})") from exc
+
+
+def load_config(path: str | Path) -> dict:
+    """Read a YAML config file (duplicate keys are errors), validate it against the schema
+    and return it; :class:`ConfigError` messages start with the file."""
+    data = read_yaml(path)
+    try:
+        validate(data, prefix="")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return data

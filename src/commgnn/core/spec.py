@@ -1,0 +1,141 @@
+"""One training run's complete description, and the expansion of the experiment matrix.
+
+A :class:`RunSpec` is plain data (JSON round-trippable) so it can be handed to worker
+processes on any launcher and recorded verbatim in the run's ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+TRAINING_DEFAULTS: dict = {
+    "epochs": 3,
+    "fanouts": [10, 25],
+    "hidden": 128,
+    "heads": 4,
+    "dropout": 0.5,
+    "lr": 0.003,
+    "weight_decay": 0.0,
+    "eval_every": 1,
+    "eval_max_nodes": 2000,
+    "eval_fanouts": None,
+    "device": "auto",
+    "transport": "auto",
+    "master_addr": "127.0.0.1",
+    "master_port": 0,
+    "interface": None,
+    "rpc_timeout_s": 60.0,
+    "collective_timeout_s": 60.0,
+    "checkpoint": True,
+    "resume": True,
+}
+
+NETWORK_PRESET_NAMES = ("none", "1gbe", "10gbe", "25gbe")
+
+EXPERIMENT_DEFAULTS: dict = {
+    "models": ["sage"],
+    "batch_sizes": [1024],
+    "networks": ["none"],
+    "seeds": [0],
+}
+
+
+#: The training settings a named model (``models.<name>``) may override.
+MODEL_OVERRIDES = ("hidden", "heads", "dropout")
+
+#: The summary keys a run id is made of, in :func:`run_id`'s order.
+RUN_KEYS = ("system", "dataset", "partitioning", "model", "batch_size", "network", "seed")
+
+
+def run_id(system: str, dataset: str, partitioning: str, model: str, batch_size: int,
+           network: str, seed: int) -> str:
+    """A run's identity: its directory relative to ``<results>/runs/``."""
+    return f"{system}/{dataset}/{partitioning}/{model}_b{batch_size}_{network}_s{seed}"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a worker needs to run one experiment cell."""
+
+    system: str
+    dataset: str
+    partitioning: str
+    model: str
+    batch_size: int
+    network: str
+    network_spec: dict
+    seed: int
+    workers: int
+    training: dict = field(default_factory=lambda: dict(TRAINING_DEFAULTS))
+    system_options: dict = field(default_factory=dict)
+    #: The ``models.<name>`` entry the model names (empty for a built-in): ``model`` (a
+    #: built-in) or ``conv`` (a torch_geometric.nn class), ``args``, and the overrides
+    #: already merged into ``training``. Empty, it is left out of the JSON and the
+    #: resume key, so specs and checkpoints from before named models are unchanged.
+    model_options: dict = field(default_factory=dict)
+
+    @property
+    def base_system(self) -> str:
+        """The implementation: a variant's ``system`` option, else the system name."""
+        return self.system_options.get("system", self.system)
+
+    @property
+    def architecture(self) -> str:
+        """The model's architecture, what :func:`~commgnn.models.gnn.build_model` builds:
+        ``model`` without a depth suffix (``sage-3`` → ``sage``), or for a named model its
+        built-in (``model``) or ``"conv"`` (a stack of its PyG ``conv``)."""
+        if "conv" in self.model_options:
+            return "conv"
+        return self.model_options.get("model", split_model(self.model)[0])
+
+    def model_kwargs(self) -> dict:
+        """Keyword arguments of :func:`~commgnn.models.gnn.build_model` beyond the training
+        settings: a named conv's ``conv`` and ``args``, a named built-in's ``args``."""
+        args = dict(self.model_options.get("args") or {})
+        if "conv" in self.model_options:
+            return {"conv": self.model_options["conv"], "args": args}
+        return args
+
+    @property
+    def run_id(self) -> str:
+        """Relative path of the run under ``<results>/runs/``."""
+        return run_id(self.system, self.dataset, self.partitioning, self.model,
+                      self.batch_size, self.network, self.seed)
+
+    def get(self, key: str):
+        """A training setting, with the documented default."""
+        return self.training.get(key, TRAINING_DEFAULTS[key])
+
+    def resume_key(self) -> str:
+        """Identity of the run for checkpoints: everything but the epoch count, so a run can
+        be extended, while a changed setting never resumes from a stale checkpoint."""
+        data = self._record()
+        data["training"] = {k: v for k, v in data["training"].items() if k != "epochs"}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    def _record(self) -> dict:
+        data = asdict(self)
+        if not data["model_options"]:
+            del data["model_options"]
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self._record(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        data = json.loads(text)
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"run spec: unknown keys {unknown}")
+        return cls(**data)
+
+
+def split_model(name: str) -> tuple[str, int | None]:
+    """``"sage-3"`` → ``("sage", 3)``; ``"sage"`` → ``("sage", None)``; a named model's name
+    is split the same way (``"sage_h16-3"`` → ``("sage_h16", 3)``)."""
+    architecture, _, depth = name.partition("-")
+    return architecture, int(depth) if depth else None

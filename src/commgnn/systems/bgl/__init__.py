@@ -1,0 +1,1 @@
+"""The ``bgl`` system: its runtime in ``system``."""

@@ -1,0 +1,1 @@
+"""The ``clustergcn`` system: its runtime in ``system``."""

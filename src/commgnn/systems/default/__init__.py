@@ -1,0 +1,1 @@
+"""The ``default`` system: its runtime in ``system``."""

@@ -1,0 +1,21 @@
+"""DistDGL's side of the ``distdgl`` baseline: scripts run by the DGL environment's
+interpreter (``.venv-dgl``, ``envs/dgl.yaml``), never imported by the main environment.
+
+* ``convert.py``: commgnn's dataset and partition → DGL's partition format, written by
+  DGL's own ``partition_graph`` given commgnn's node assignment (both systems see the same
+  partitions).
+* ``machine.py``: one DistDGL machine on this host: its graph server and its trainer, in
+  a mount namespace of their own (private ``/dev/shm``: servers of different machines
+  would otherwise share shared-memory names).
+* ``trainer.py``: DGL's distributed GraphSAGE training (DistGraph, DistNodeDataLoader with
+  DGL's NeighborSampler, DistTensor features, DDP), writing commgnn's step and epoch
+  records.
+
+The main environment's side is :mod:`commgnn.systems.distdgl.system`; the DGL
+environment runs the scripts as files and never imports this package.
+"""
+
+from pathlib import Path
+
+#: Where the scripts are (run as files by the DGL interpreter).
+SCRIPTS = Path(__file__).parent

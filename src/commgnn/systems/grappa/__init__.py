@@ -1,0 +1,1 @@
+"""The ``grappa`` system: its runtime in ``system``."""

@@ -1,0 +1,43 @@
+"""Shared by the Grappa figures: the runs table with each run's Grappa variant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from commgnn.core.errors import NotApplicable
+
+
+def variant(row: pd.Series) -> str:
+    """Grappa's ablation name of a run (Table 7), or ``<system> (<partition method>)``."""
+    if row["base_system"] != "grappa":
+        return f"{row['base_system']} ({row['partitioning']})"
+    parts = []
+    if row.get("option_estimator") == "none":
+        parts.append("UW")
+    elif row.get("option_estimator") == "harmonic":
+        parts.append("H")  # |S| x Eq. 18
+    elif row.get("option_estimator") == "uniform":
+        parts.append("Eq12")  # the minimally biased factor (paper's Table 10)
+    if row.get("option_switching") == "fixed":
+        parts.append("FP")
+    if float(row.get("option_remote_edge_fraction") or 0) > 0:
+        parts.append(f"{round(100 * float(row['option_remote_edge_fraction']))}S")
+    if row.get("option_mode") == "fullgraph":
+        parts.append("full-graph")
+    if int(row.get("option_active_workers") or 0):
+        parts.append(f"M={int(row['option_active_workers'])}")
+    return "-".join(["Grappa", *parts])
+
+
+def load_runs(inputs: list[Path]) -> pd.DataFrame:
+    """The runs tables, with ``variant`` and the epoch time without Grappa's switches."""
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    if not (runs["base_system"] == "grappa").any():
+        raise NotApplicable("no grappa runs in the runs table: add grappa to the experiments")
+    runs["variant"] = runs.apply(variant, axis=1)
+    switch = runs.get("switch_s_per_epoch", 0.0)
+    runs["switch_s_per_epoch"] = pd.Series(switch, index=runs.index).fillna(0.0)
+    runs["epoch_time_excl_switch_s"] = runs["mean_epoch_time_s"] - runs["switch_s_per_epoch"]
+    return runs

@@ -1,0 +1,1 @@
+"""The ``greendygnn`` system: its runtime in ``system``."""

@@ -1,0 +1,1 @@
+"""The ``hopgnn`` system: its runtime in ``system``."""

@@ -1,0 +1,1 @@
+"""The ``oracle`` system: its runtime in ``system``."""

@@ -1,0 +1,1 @@
+"""The ``p3`` system: its runtime in ``system``."""

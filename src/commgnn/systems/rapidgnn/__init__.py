@@ -1,0 +1,1 @@
+"""The ``rapidgnn`` system: its runtime in ``system``."""
