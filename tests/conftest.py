@@ -9,16 +9,26 @@ from pathlib import Path
 
 import pytest
 
+from commgnn.catalog import system_declarations
 from commgnn.core.spec import RunSpec
 from commgnn.data.store import write_dataset
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.partition import partition_graph, write_partition
+from commgnn.report.palette import use_declarations
 from commgnn.sampling.presample import presample
+from commgnn.systems.registry import get_system
 from commgnn.train.loop import RunPaths, run
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 PLANETOID = SHARED / "datasets" / "planetoid"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _systems_told_to_the_report() -> None:
+    """What ``commgnn figure`` does before it draws: the report takes every system's colour
+    and figure labels (tests call the figure modules directly)."""
+    use_declarations(system_declarations())
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +113,8 @@ def run_tiny(tmp: Path, inputs: tuple[Path, Path], spec: RunSpec, name: str = "r
     out = tmp / name
     run(spec, RunPaths(dataset=str(dataset), partition=str(partition), out=str(out),
                        checkpoints=str(tmp / f"{name}-ckpt"),
-                       inputs={"presample": str(presample)} if presample else {}))
+                       inputs={"presample": str(presample)} if presample else {}),
+        get_system(spec.base_system))
     return out
 
 

@@ -13,7 +13,7 @@ import yaml
 from commgnn import cluster
 from commgnn.data.store import write_dataset
 from commgnn.data.synthetic import generate_synthetic
-from commgnn.train.loop import worker_threads
+from commgnn.runtime.launcher import worker_threads
 
 DEFAULTS = cluster.ClusterSettings()
 

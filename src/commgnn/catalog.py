@@ -1,5 +1,6 @@
-"""Every figure the pipeline can build, and where its module lives (the application layer:
-it reads the systems' packages).
+"""Every figure the pipeline can build, where its module lives, which of them a config
+builds, and what the report is told of each system (the application layer: it reads the
+systems' packages).
 
 A paper's figures live in ``systems/<paper>/figures/<paper>_<what>.py`` and are listed,
 with the paper's figure they regenerate, in that package's ``INDEX``; the figures across
@@ -10,13 +11,16 @@ systems are ``compare`` (:mod:`commgnn.report.figures.compare`), ``claims`` (the
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 
 from commgnn.core.errors import ConfigError
+from commgnn.ledger import READS
 from commgnn.systems.grappa.figures import INDEX as GRAPPA
 from commgnn.systems.greendygnn.figures import INDEX as GREENDYGNN
 from commgnn.systems.hopgnn.figures import INDEX as HOPGNN
 from commgnn.systems.rapidgnn.figures import INDEX as RAPIDGNN
+from commgnn.systems.registry import discover, get_system
 
 #: The figures across systems: module -> (paper, figure, what it shows).
 ACROSS: dict[str, tuple[str, str, str]] = {
@@ -47,3 +51,32 @@ def figure_module(name: str) -> ModuleType:
     """The module of figure ``name``: ``make(inputs, out_png)`` and, optionally,
     ``runs_behind(spec)``."""
     return importlib.import_module(figure_module_name(name))
+
+
+def declared_figures(base_systems: Iterable[str],
+                     built: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    """``{figure: input kinds}`` of every figure the systems declare (``System.figures``,
+    first declaration first) whose every input kind has a path in ``built`` (kind → the
+    paths the config makes: a figure reading GreenDyGNN's calibrations is not scheduled
+    for a config with no ``controller: dqn`` run)."""
+    figures: dict[str, tuple[str, ...]] = {}
+    for system in base_systems:
+        for name, kinds in get_system(system).figures.items():
+            figures.setdefault(name, tuple(kinds))
+    return {name: kinds for name, kinds in figures.items()
+            if all(built.get(kind) for kind in kinds)}
+
+
+def claims_reads(figures: Iterable[str]) -> list[str]:
+    """The figure tables the claims ledger reads among ``figures`` and the comparison
+    (always built where anything ran)."""
+    built = set(figures)
+    return [name for name in READS if name in built or name == "compare"]
+
+
+def system_declarations() -> dict[str, dict]:
+    """``{system: {"colour", "figure_labels"}}`` as every system declares them
+    (``System.colour``, ``System.figure_labels``; None where it declares none): what
+    :func:`commgnn.report.palette.use_declarations` takes."""
+    return {name: {"colour": cls.colour, "figure_labels": cls.figure_labels}
+            for name, cls in discover().items()}

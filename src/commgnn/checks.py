@@ -161,7 +161,7 @@ def _reference_problems(config: dict) -> list[str]:
     """Names that must be defined: ``control.network``, a network of the experiment
     matrix when a run gets the pipeline's policy (the workflow calibrates those runs'
     workload on a run of the matrix that uses it)."""
-    from commgnn.experiments import network_spec
+    from commgnn.core.spec import network_spec
 
     control_network = (config.get("control") or {}).get("network")
     if control_network is None:
@@ -470,8 +470,7 @@ def _timeout_problems(config: dict) -> list[str]:
     """Timeouts under :data:`MIN_TIMEOUT_S`, and RPC/collective timeouts no longer than
     one empty round trip (all-reduce) on a network an experiment runs on, at its fixed time
     dilation (``auto``: at least 1)."""
-    from commgnn.core.spec import TRAINING_DEFAULTS
-    from commgnn.experiments import network_spec
+    from commgnn.core.spec import TRAINING_DEFAULTS, network_spec
     from commgnn.network.netem import network_from_spec
 
     training = {**TRAINING_DEFAULTS, **(config.get("training") or {})}

@@ -161,6 +161,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         # this process's own. It idles for a system that trains outside commgnn's loop.
         prestart_fork_server("commgnn.train.loop")
     from commgnn.checks import training_host_problems
+    from commgnn.systems.registry import get_system
     from commgnn.train.loop import RunPaths, run
     from commgnn.train.walltime import process_start
     given = {key: value for key, value in spec.training.items() if value is not None}
@@ -184,7 +185,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                      failed_attempt=None if args.failed_log is None
                      else failed_attempt_error(args.failed_log))
     _probe_arg(args.dilation, spec, args.dataset)  # a bad probe fails before any worker
-    summary = run(spec, paths, process_started=process_start())
+    summary = run(spec, paths, get_system(spec.base_system), process_started=process_start())
     acc = summary.get("test_acc")
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %s", spec.run_id,
              summary["mean_epoch_time_s"], summary["remote_rows_per_epoch"],
@@ -277,9 +278,13 @@ def cmd_figure(args: argparse.Namespace) -> None:
 
     module = figure_module(args.name)  # ConfigError for an unknown name
     _require(args.inputs)
-    if args.systems is not None:
-        from commgnn.report.palette import use_declarations
+    from commgnn.report.palette import use_declarations
 
+    if args.systems is None:  # read from the systems themselves (imports them)
+        from commgnn.catalog import system_declarations
+
+        use_declarations(system_declarations())
+    else:
         try:
             declared = json.loads(args.systems)
         except json.JSONDecodeError as exc:

@@ -8,9 +8,9 @@ import itertools
 from commgnn.core.spec import (
     EXPERIMENT_DEFAULTS,
     MODEL_OVERRIDES,
-    NETWORK_PRESET_NAMES,
     TRAINING_DEFAULTS,
     RunSpec,
+    network_spec,
     split_model,
 )
 
@@ -53,17 +53,6 @@ def model_training(training: dict, model: str, where: str,
         raise ConfigError(f"training.depth_fanouts.{depth}: {len(fanouts)} fan-outs for "
                           f"{depth} layers")
     return {**training, "fanouts": list(fanouts)}
-
-
-def network_spec(config: dict, name: str) -> dict:
-    """Resolve a network name: a ``networks`` entry of the config, else a preset name."""
-    named = config.get("networks", {})
-    if name in named:
-        return dict(named[name])
-    if name in NETWORK_PRESET_NAMES:
-        return {"preset": name}
-    raise ValueError(f"network {name!r} is neither in 'networks' nor a preset "
-                     f"{NETWORK_PRESET_NAMES}")
 
 
 def expand_experiments(config: dict) -> list[RunSpec]:

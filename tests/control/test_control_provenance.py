@@ -19,6 +19,7 @@ from commgnn.systems.greendygnn.calibrate import input_fingerprints, validate
 from commgnn.systems.greendygnn.costmodel import calibration_fingerprint, read_calibration
 from commgnn.systems.greendygnn.dqn import load_policy
 from commgnn.systems.greendygnn.policy import check_pipeline_policy, train_policy
+from commgnn.systems.greendygnn.system import GreenDyGNNSystem
 from commgnn.train.loop import RunPaths, run
 
 pytestmark = pytest.mark.timeout(120)
@@ -134,7 +135,7 @@ def test_a_dqn_run_refuses_a_stale_pipeline_policy(tiny_inputs, tiny_presampled,
         run(spec, RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]),
                            out=str(tmp_path / "run"), checkpoints=str(tmp_path / "ckpt"),
                            inputs={"presample": str(tiny_presampled),
-                                   "policy": str(policy_dir)}))
+                                   "policy": str(policy_dir)}), GreenDyGNNSystem)
     assert not (tmp_path / "run").exists()
 
 

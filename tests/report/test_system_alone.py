@@ -2,7 +2,7 @@
 
 A user's first config often runs one system. For each system of the shared tiny pipeline
 (``tiny_pipeline`` fixture: one training run per system and variant), the report stage a
-config running it alone would schedule (:mod:`commgnn.report.scheduled`) runs here through
+config running it alone would schedule (:mod:`commgnn.catalog`) runs here through
 ``commgnn figure`` on that system's run records only: every figure it declares, the
 comparison, the claims ledger and the figure index end without an error, and a figure
 whose runs lack what it needs is written as not applicable, with the reason, which the
@@ -21,6 +21,7 @@ import pytest
 import yaml
 from tiny_pipeline import TINY
 
+from commgnn.catalog import claims_reads, declared_figures, system_declarations
 from commgnn.cli import main
 from commgnn.experiments import expand_experiments
 from commgnn.ledger import CLAIMS
@@ -30,8 +31,6 @@ from commgnn.report.figure_tables import (
     not_applicable_reason,
     read_figure_table,
 )
-from commgnn.report.palette import declarations
-from commgnn.report.scheduled import claims_reads, declared_figures
 from commgnn.systems.distdgl.system import dgl_python
 from commgnn.systems.registry import get_system
 
@@ -64,7 +63,7 @@ def _inputs(out: Path, system: str, runs_csv: Path, stats_csv: Path) -> dict[str
 
 
 def _figure(name: str, out_png: Path, inputs: list[str]) -> pd.DataFrame:
-    code = main(["figure", name, "--systems", json.dumps(declarations()), "--out",
+    code = main(["figure", name, "--systems", json.dumps(system_declarations()), "--out",
                  str(out_png), *inputs])
     assert code == 0, f"commgnn figure {name} exited {code}"
     assert out_png.stat().st_size > 0 and out_png.with_suffix(".pdf").is_file()

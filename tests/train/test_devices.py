@@ -25,6 +25,7 @@ from commgnn.data.store import load_dataset, write_dataset
 from commgnn.data.synthetic import generate_synthetic
 from commgnn.partition import partition_graph, write_partition
 from commgnn.sampling.presample import presample
+from commgnn.systems.registry import get_system
 from commgnn.train.loop import RunPaths, run
 
 pytestmark = pytest.mark.timeout(600)
@@ -77,7 +78,8 @@ def run_spec(tmp: Path, inputs: dict[str, Path], spec: RunSpec, name: str) -> Pa
     out = tmp / name
     run(spec, RunPaths(dataset=str(inputs["dataset"]), partition=str(inputs[spec.partitioning]),
                        out=str(out), checkpoints=str(tmp / f"{name}-ckpt"),
-                       inputs={"presample": str(inputs["presample"])}))
+                       inputs={"presample": str(inputs["presample"])}),
+        get_system(spec.base_system))
     return out
 
 

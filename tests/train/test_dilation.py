@@ -78,6 +78,7 @@ def test_every_run_of_a_workload_divides_by_its_probe(tiny_inputs, tmp_path, run
                                                       make_spec):
     """One clock per workload: the probe (``commgnn dilation``) measured once, then two
     systems on it get the same f — each still records its own probe and the distance."""
+    from commgnn.systems.registry import get_system
     from commgnn.train.dilation import probe_workload
     from commgnn.train.loop import RunPaths, run
     from commgnn.train.workload import host_identity
@@ -98,7 +99,7 @@ def test_every_run_of_a_workload_divides_by_its_probe(tiny_inputs, tmp_path, run
         out = tmp_path / system
         run(spec, RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]),
                            out=str(out), checkpoints=str(tmp_path / f"{system}-ckpt"),
-                           dilation=str(probe_file)))
+                           dilation=str(probe_file)), get_system(system))
         summary = json.loads((out / "summary.json").read_text())
         assert summary["time_dilation_source"] == "workload probe"
         assert summary["compute_step_probe_s"] == probe["probe_s"]
@@ -113,6 +114,7 @@ def test_every_run_of_a_workload_divides_by_its_probe(tiny_inputs, tmp_path, run
 
 def test_a_probe_from_another_host_is_not_used(tiny_inputs, tmp_path, run_on_tiny,
                                                make_spec):
+    from commgnn.systems.registry import get_system
     from commgnn.train.loop import RunPaths, run
 
     network = {"preset": "none", "time_dilation": "auto", "reference_step_ms": 0.25}
@@ -121,9 +123,10 @@ def test_a_probe_from_another_host_is_not_used(tiny_inputs, tmp_path, run_on_tin
     probe_file.write_text(json.dumps({"probe_s": 123.0, "host": {"cpu": "other"},
                                       "workload_key": key}))
     out = tmp_path / "run"
-    run(make_spec(network=network, epochs=1),
-        RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]), out=str(out),
-                 checkpoints=str(tmp_path / "ckpt"), dilation=str(probe_file)))
+    spec = make_spec(network=network, epochs=1)
+    run(spec, RunPaths(dataset=str(tiny_inputs[0]), partition=str(tiny_inputs[1]), out=str(out),
+                       checkpoints=str(tmp_path / "ckpt"), dilation=str(probe_file)),
+        get_system(spec.base_system))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["time_dilation_source"] == "run probe"
     assert summary["compute_step_probe_s"] == summary["run_compute_step_probe_s"] != 123.0

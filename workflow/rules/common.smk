@@ -5,7 +5,8 @@ from commgnn.checks import path_problems, training_host_problems
 from commgnn.core.config import listing
 from commgnn.core.errors import CommgnnError, HostError
 from commgnn.data.sources import needs_network
-from commgnn.catalog import figure_module
+from commgnn.catalog import (claims_reads, declared_figures, figure_module,
+                             system_declarations)
 from commgnn.systems.registry import get_system
 from commgnn.network.netem import dilation_of
 from commgnn.core.spec import TRAINING_DEFAULTS
@@ -283,8 +284,6 @@ SHARED_FIGURES = ("compare", "claims")
 
 def claims_inputs(w):
     """The runs table and the figure tables the claims read that this config builds."""
-    from commgnn.report.scheduled import claims_reads
-
     return [f"{RESULTS}/tables/runs.csv"] + [f"{RESULTS}/figures/{name}.csv"
                                               for name in claims_reads(SYSTEM_FIGURES)]
 
@@ -299,15 +298,7 @@ def describe_all_runs():
 # Every system's colour and figure labels (`System.colour`, `System.figure_labels`),
 # passed to the figure jobs as JSON (a figure job then need not import every system, and
 # torch with it, to colour its series).
-def _system_declarations():
-    import json
-
-    from commgnn.report.palette import declarations
-
-    return json.dumps(declarations(), sort_keys=True)
-
-
-SYSTEM_DECLARATIONS = _system_declarations()
+SYSTEM_DECLARATIONS = json.dumps(system_declarations(), sort_keys=True)
 
 
 def figure_input_paths():
@@ -431,8 +422,6 @@ def control_targets():
 # Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs;
 # one is built only where the config builds every kind of product it reads (e.g.
 # GreenDyGNN's calibration and policy figures need a run with `controller: dqn`).
-from commgnn.report.scheduled import declared_figures
-
 SYSTEM_FIGURES = declared_figures([spec.base_system for spec in RUNS.values()],
                                   figure_input_paths())
 

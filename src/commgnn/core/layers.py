@@ -72,7 +72,10 @@ def import_graph(root: Path) -> dict[str, set[str]]:
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         targets = set()
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            for name in _imported(node, package):
+            names = list(_imported(node, package))
+            if isinstance(node, ast.ImportFrom) and any(n in files for n in names[1:]):
+                names = names[1:]  # `from package import module`: the module, not the package
+            for name in names:
                 while name and name not in files:
                     name = name.rpartition(".")[0]
                 if name and name != module and name.startswith("commgnn"):

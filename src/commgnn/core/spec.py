@@ -139,3 +139,14 @@ def split_model(name: str) -> tuple[str, int | None]:
     is split the same way (``"sage_h16-3"`` → ``("sage_h16", 3)``)."""
     architecture, _, depth = name.partition("-")
     return architecture, int(depth) if depth else None
+
+
+def network_spec(config: dict, name: str) -> dict:
+    """Resolve a network name: a ``networks`` entry of the config, else a preset name."""
+    named = config.get("networks", {})
+    if name in named:
+        return dict(named[name])
+    if name in NETWORK_PRESET_NAMES:
+        return {"preset": name}
+    raise ValueError(f"network {name!r} is neither in 'networks' nor a preset "
+                     f"{NETWORK_PRESET_NAMES}")

@@ -16,28 +16,22 @@ GREY = "#DDDDDD"
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++")
 
 
-#: The systems' declarations when given (:func:`use_declarations`), else read from them.
-_given: dict[str, dict] | None = None
+#: The systems' declarations (:func:`use_declarations`; none until given).
+_given: dict[str, dict] = {}
 
 
 def use_declarations(declared: dict[str, dict]) -> None:
     """Take ``{system: {"colour": …, "figure_labels": …}}`` as the systems' declarations
-    (the workflow passes them to figure jobs, which then need not import every system,
-    and torch with it)."""
+    (``commgnn figure`` takes them from ``--systems``, which the workflow passes so that
+    figure jobs need not import every system, and torch with it, or else from
+    :func:`commgnn.catalog.system_declarations`)."""
     global _given
     _given = {name: dict(d) for name, d in declared.items()}
 
 
 def declarations() -> dict[str, dict]:
-    """``{system: {"colour", "figure_labels"}}`` as every system declares them
-    (``System.colour``, ``System.figure_labels``; None where it declares none)."""
-    if _given is not None:
-        return _given
-    from commgnn.systems.registry import discover
-
-    return {name: {"colour": getattr(cls, "colour", None),
-                   "figure_labels": getattr(cls, "figure_labels", None)}
-            for name, cls in discover().items()}
+    """``{system: {"colour", "figure_labels"}}`` as given (:func:`use_declarations`)."""
+    return _given
 
 
 def system_colour(base_system: str) -> str:

@@ -549,3 +549,11 @@ def launch(worker_fn: Callable, args: tuple, world_size: int, master_addr: str =
         listener.close()
         _stop(procs)
         control.remove()
+
+
+def worker_threads(workers: int) -> int:
+    """Intra-op threads of one worker: the CPUs SLURM gave its task, else an equal share of
+    this machine's CPUs."""
+    if os.environ.get("SLURM_CPUS_PER_TASK", "").isdigit():
+        return max(1, int(os.environ["SLURM_CPUS_PER_TASK"]))
+    return max(1, (os.cpu_count() or 1) // max(1, workers))

@@ -9,7 +9,8 @@ with the same keyed stream (:meth:`NeighborSampler.sample_rows` — a draw depen
 the traffic differs. That traffic is the ``sampling`` class, charged through the
 emulated network as a round trip per (layer, owner), and counted exactly:
 
-- request: ``8`` bytes per node id + :data:`REQUEST_HEADER_BYTES` (fan-out, seed, layer);
+- request: ``8`` bytes per node id + a header (fan-out, seed, layer:
+  :data:`~commgnn.sampling.traffic.REQUEST_HEADER_BYTES`);
 - response: the row pointer (``8 · (n + 1)`` bytes) and the neighbours (``8`` each).
 
 ``rows`` counts the destination nodes whose rows crossed the network. The worker keeps
@@ -31,9 +32,7 @@ from commgnn.core.counts import FetchCounts
 from commgnn.network.netem import SAMPLING, NetworkEmulator
 from commgnn.runtime.feature_store import worker_name
 from commgnn.sampling.neighbor import NeighborSampler
-
-REQUEST_HEADER_BYTES = 24
-ID_BYTES = 8
+from commgnn.sampling.traffic import count_request, request_bytes, response_bytes
 
 _SERVED: dict[str, NeighborSampler] = {}
 
@@ -48,36 +47,6 @@ def _sample_rows_rpc(nodes: torch.Tensor, fanout: int, seed: int,
     """RPC target: the sampled rows of ``nodes`` (owned here) for one layer."""
     offsets, edges = _SERVED["sampler"].sample_rows(nodes.numpy(), fanout, seed, layer)
     return torch.from_numpy(offsets), torch.from_numpy(edges)
-
-
-def request_bytes(num_nodes: int) -> int:
-    return ID_BYTES * num_nodes + REQUEST_HEADER_BYTES
-
-
-def response_bytes(num_nodes: int, num_edges: int) -> int:
-    return ID_BYTES * (num_nodes + 1) + ID_BYTES * num_edges
-
-
-def _count_request(counts: FetchCounts, num_nodes: int, num_edges: int) -> None:
-    """Add one sampling request for ``num_nodes`` rows holding ``num_edges`` neighbours."""
-    counts.remote_rpcs += 1
-    counts.remote_rows += num_nodes
-    counts.remote_bytes += request_bytes(num_nodes) + response_bytes(num_nodes, num_edges)
-
-
-def sampling_traffic(batch: MiniBatch, owner: np.ndarray, rank: int) -> FetchCounts:
-    """The sampling traffic :class:`DistributedSampler` pays for ``batch`` on worker
-    ``rank``: per layer, one request per owner of the layer's remote destinations."""
-    counts = FetchCounts()
-    nodes = batch.input_nodes.numpy()
-    for block in batch.blocks:
-        dst = nodes[:block.num_dst]
-        degrees = np.diff(block.indptr.numpy())
-        owners = owner[dst]
-        for o in np.unique(owners[owners != rank]).tolist():
-            mine = owners == o
-            _count_request(counts, int(mine.sum()), int(degrees[mine].sum()))
-    return counts
 
 
 class DistributedSampler(NeighborSampler):
@@ -125,7 +94,7 @@ class DistributedSampler(NeighborSampler):
                                          response_bytes(n, int(edges.shape[0])),
                                          traffic=SAMPLING)
             rows[owner] = (offsets, edges)
-            _count_request(counts, n, int(edges.shape[0]))
+            count_request(counts, n, int(edges.shape[0]))
             counts.rtt_s[owner] = time.perf_counter() - start
         return _merge(nodes.shape[0], groups, rows)
 

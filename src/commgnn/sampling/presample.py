@@ -61,12 +61,12 @@ from commgnn.data.store import GraphDataset, load_dataset, sha256_file
 from commgnn.partition import Partition, load_partition
 from commgnn.partition.io import META_FILE as PARTITION_META
 from commgnn.partition.io import save_npz_deterministic
-from commgnn.runtime.remote_sampler import sampling_traffic
 from commgnn.sampling import blockio
 from commgnn.sampling.blockio import BlockFileError, BlockReader, BlockWriter, PresampledBatch
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.schedule import epoch_seed_nodes, steps_per_epoch, worker_train_nodes
 from commgnn.sampling.seeds import batch_seed
+from commgnn.sampling.traffic import sampling_traffic
 
 log = logging.getLogger(__name__)
 

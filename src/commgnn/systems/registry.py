@@ -3,7 +3,8 @@
 Discovery: the ``system`` module of every package under ``commgnn.systems`` is imported, then every
 ``commgnn.systems`` entry point (a module, or a :class:`~commgnn.train.system.System`
 subclass) of the installed distributions — how a system outside this package is added.
-Defining a ``System`` subclass with a ``name`` registers it.
+Defining a ``System`` subclass with a ``name`` registers it
+(:data:`commgnn.train.system.SYSTEMS`); this module, above every system, imports them.
 """
 
 from __future__ import annotations
@@ -14,38 +15,13 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from commgnn.core.config import ConfigError
+from commgnn.train.system import SYSTEMS
 
 if TYPE_CHECKING:
     from commgnn.train.system import System
 
 ENTRY_POINT_GROUP = "commgnn.systems"
-SYSTEMS: dict[str, type[System]] = {}
 _discovered = False
-
-
-def register(cls: type[System]) -> None:
-    """Add ``cls`` under ``cls.name`` (a second class of the same name is an error)."""
-    from commgnn.core.declarations import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
-
-    name = cls.name
-    known = SYSTEMS.get(name)
-    if known is not None and (known.__module__, known.__qualname__) != \
-            (cls.__module__, cls.__qualname__):
-        raise ValueError(f"system name {name!r} is taken by {known.__module__}."
-                         f"{known.__qualname__}; {cls.__module__}.{cls.__qualname__} "
-                         "needs another name")
-    bad_figures = {f: i for f, i in cls.figures.items() if set(i) - set(FIGURE_INPUTS)}
-    if bad_figures:
-        raise ValueError(f"system {name!r}: figures {bad_figures} read unknown inputs; "
-                         f"known: {sorted(FIGURE_INPUTS)}")
-    unknown_needs = sorted(set(cls.needs) - set(PIPELINE_INPUTS))
-    if unknown_needs:
-        raise ValueError(f"system {name!r} needs unknown pipeline inputs {unknown_needs}; "
-                         f"known: {sorted(PIPELINE_INPUTS)}")
-    bad = {k: v for k, v in cls.metric_reductions().items() if v not in REDUCTIONS}
-    if bad:
-        raise ValueError(f"system {name!r}: unknown reductions {bad}; known: {REDUCTIONS}")
-    SYSTEMS[name] = cls
 
 
 def discover() -> dict[str, type[System]]:

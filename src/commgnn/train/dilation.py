@@ -177,9 +177,8 @@ def _probe_worker(env, spec_json: str, dataset_dir: str, out: str, steps: int) -
     from commgnn.data.store import load_dataset
     from commgnn.models.gnn import build_model
     from commgnn.runtime.devices import agree, host_view
-    from commgnn.runtime.launcher import bind_interface, rendezvous_store
+    from commgnn.runtime.launcher import bind_interface, rendezvous_store, worker_threads
     from commgnn.sampling.neighbor import NeighborSampler
-    from commgnn.train.loop import worker_threads
 
     spec = RunSpec.from_json(spec_json)
     torch.set_num_threads(worker_threads(spec.workers))

@@ -68,9 +68,9 @@ from commgnn.runtime.launcher import (
     rendezvous_store,
     rpc_init_method,
     watch_peers,
+    worker_threads,
 )
 from commgnn.sampling.seeds import derive_seed
-from commgnn.systems.registry import get_system
 from commgnn.train.checkpoint import load_checkpoint, save_checkpoint
 from commgnn.train.clocks import network_mode
 from commgnn.train.context import WorkerContext
@@ -87,6 +87,7 @@ from commgnn.train.summary import (
     target_model,
     write_tidy_tables,
 )
+from commgnn.train.system import System
 from commgnn.train.walltime import WallClock, breakdown
 
 log = logging.getLogger("commgnn.train")
@@ -185,8 +186,11 @@ def publish_run(staging: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
-def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) -> dict:
-    """Run ``spec`` on ``spec.workers`` workers; return the summary (raises WorkerFailed).
+def run(spec: RunSpec, paths: RunPaths, system_cls: type[System],
+        process_started: float | None = None) -> dict:
+    """Run ``spec`` on ``spec.workers`` workers with ``system_cls`` (the class of
+    ``spec.base_system``: :func:`commgnn.systems.registry.get_system`); return the summary
+    (raises WorkerFailed).
 
     Spawned locally, this process prepares the staging directory and records the worker
     pids; under torchrun/srun every task calls this and rank 0 prepares it instead.
@@ -194,7 +198,6 @@ def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) ->
     summary's ``wall_interpreter_raw_s`` counts from there; else from this call).
     """
     called = time.time()
-    system_cls = get_system(spec.base_system)
     if system_cls.external:  # another framework trains it (e.g. distdgl)
         return system_cls.run_external(spec, paths)
     on_start = None
@@ -207,7 +210,7 @@ def run(spec: RunSpec, paths: RunPaths, process_started: float | None = None) ->
                                "host": socket.gethostname()})
 
     started = (called if process_started is None else process_started, time.time())
-    launch(worker_main, (spec.to_json(), paths, started), spec.workers,
+    launch(worker_main, (spec.to_json(), system_cls, paths, started), spec.workers,
            master_addr=spec.get("master_addr"), master_port=spec.get("master_port"),
            on_start=on_start)
     return json.loads((Path(paths.out) / "summary.json").read_text())
@@ -257,16 +260,16 @@ def _peak_mem_bytes(device: torch.device) -> int:
     return _peak_rss_bytes()
 
 
-def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
+def worker_main(env: DistEnv, spec_json: str, system_cls: type[System], paths: RunPaths,
                 started: tuple[float, float]) -> None:
-    """One worker's run; ``started``: the launching process's start and launch times."""
+    """One worker's run of ``system_cls`` (passed by reference: a spawned worker imports
+    its module); ``started``: the launching process's start and launch times."""
     clock = WallClock(started)
     clock.mark("entry")
     spec = RunSpec.from_json(spec_json)
     logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s [worker {env.rank}] %(levelname)s %(message)s")
     torch.set_num_threads(worker_threads(spec.workers))
-    system_cls = get_system(spec.base_system)
     system = system_cls(spec.system_options, where=f"systems.{spec.system}")
     missing = sorted(set(system_cls.needs) - set(paths.inputs))
     if missing:
@@ -305,14 +308,6 @@ def worker_main(env: DistEnv, spec_json: str, paths: RunPaths,
     dist.destroy_process_group()
     if env.local_rank == 0:  # each host has its own clock file
         emulator.nic.unlink()
-
-
-def worker_threads(workers: int) -> int:
-    """Intra-op threads of one worker: the CPUs SLURM gave its task, else an equal share of
-    this machine's CPUs."""
-    if os.environ.get("SLURM_CPUS_PER_TASK", "").isdigit():
-        return max(1, int(os.environ["SLURM_CPUS_PER_TASK"]))
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 def worker_meter(device: torch.device, gpu_share: int = 1) -> EnergyMeter:

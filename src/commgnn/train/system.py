@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from commgnn.core.batch import PreparedBatch, StepOutput
 from commgnn.core.config import ConfigError, validate
 from commgnn.core.counts import FetchCounts
+from commgnn.core.declarations import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
 from commgnn.core.placement import Placement
 
 if TYPE_CHECKING:
@@ -108,8 +109,6 @@ class System(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
-            from commgnn.systems.registry import register
-
             register(cls)
 
     # -- declarations --------------------------------------------------------------------
@@ -336,3 +335,31 @@ class System(ABC):
 
     def close(self) -> None:
         """Release threads and buffers."""
+
+
+#: Every system class defined so far, by name (:func:`register`; the registry,
+#: :mod:`commgnn.systems.registry`, imports the built-in ones and the entry points).
+SYSTEMS: dict[str, type[System]] = {}
+
+
+def register(cls: type[System]) -> None:
+    """Add ``cls`` under ``cls.name`` (a second class of the same name is an error)."""
+    name = cls.name
+    known = SYSTEMS.get(name)
+    if known is not None and (known.__module__, known.__qualname__) != \
+            (cls.__module__, cls.__qualname__):
+        raise ValueError(f"system name {name!r} is taken by {known.__module__}."
+                         f"{known.__qualname__}; {cls.__module__}.{cls.__qualname__} "
+                         "needs another name")
+    bad_figures = {f: i for f, i in cls.figures.items() if set(i) - set(FIGURE_INPUTS)}
+    if bad_figures:
+        raise ValueError(f"system {name!r}: figures {bad_figures} read unknown inputs; "
+                         f"known: {sorted(FIGURE_INPUTS)}")
+    unknown_needs = sorted(set(cls.needs) - set(PIPELINE_INPUTS))
+    if unknown_needs:
+        raise ValueError(f"system {name!r} needs unknown pipeline inputs {unknown_needs}; "
+                         f"known: {sorted(PIPELINE_INPUTS)}")
+    bad = {k: v for k, v in cls.metric_reductions().items() if v not in REDUCTIONS}
+    if bad:
+        raise ValueError(f"system {name!r}: unknown reductions {bad}; known: {REDUCTIONS}")
+    SYSTEMS[name] = cls

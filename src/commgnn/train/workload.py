@@ -115,7 +115,7 @@ def step_workload(spec, dataset: dict) -> StepWorkload:
 def host_identity(workers: int) -> dict:
     """What makes two hosts compute a worker's step alike: the CPU model and the threads
     each of ``workers`` workers gets (hostnames differ between identical cluster nodes)."""
-    from commgnn.train.loop import worker_threads  # the loop's rule, not a copy of it
+    from commgnn.runtime.launcher import worker_threads  # the loop's rule, not a copy
 
     model = platform.processor() or platform.machine()
     try:

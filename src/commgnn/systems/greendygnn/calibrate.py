@@ -133,7 +133,7 @@ def _train(spec: RunSpec, paths: dict[str, str], out: Path) -> Path:
         run(spec, RunPaths(dataset=paths["dataset"], partition=paths["partition"],
                            out=str(out), checkpoints=str(out.with_name(out.name + ".ckpt")),
                            inputs={"presample": paths["presample"]},
-                           dilation=paths.get("dilation")))
+                           dilation=paths.get("dilation")), GreenDyGNNSystem)
     return out
 
 
