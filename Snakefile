@@ -46,8 +46,13 @@ wildcard_constraints:
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/presample.smk"
-include: "workflow/rules/distdgl.smk"
-include: "workflow/rules/control.smk"
+# Each system's own pipeline steps (systems/<name>/rules.smk: GreenDyGNN's control plane,
+# DistDGL's partition conversion), with the pipeline products they add.
+for _fragment in system_rule_fragments():
+
+    include: _fragment
+
+
 include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 

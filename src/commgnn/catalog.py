@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
 from types import ModuleType
 
+import commgnn.systems
 from commgnn.core.errors import ConfigError
-from commgnn.ledger import READS
 from commgnn.systems.grappa.figures import INDEX as GRAPPA
 from commgnn.systems.greendygnn.figures import INDEX as GREENDYGNN
 from commgnn.systems.hopgnn.figures import INDEX as HOPGNN
 from commgnn.systems.rapidgnn.figures import INDEX as RAPIDGNN
-from commgnn.systems.registry import discover, get_system
 
 #: The figures across systems: module -> (paper, figure, what it shows).
 ACROSS: dict[str, tuple[str, str, str]] = {
@@ -47,6 +48,28 @@ def figure_module_name(name: str) -> str:
     return f"commgnn.systems.{paper}.figures.{name}"
 
 
+def figure_caption(name: str) -> str:
+    """The caption of a paper's figure ``name``: ``<name>.rst`` beside its module (the
+    figures across systems have theirs in ``workflow/report/``)."""
+    package = figure_module_name(name).rpartition(".")[0]
+    return resources.files(package).joinpath(f"{name}.rst").read_text()
+
+
+def system_commands() -> list:
+    """``add_commands(subparsers)`` of every system package with ``cli.py`` (its own
+    ``commgnn`` subcommands), in name order."""
+    root = Path(commgnn.systems.__file__).parent
+    return [importlib.import_module(f"commgnn.systems.{path.parent.name}.cli").add_commands
+            for path in sorted(root.glob("*/cli.py"))]
+
+
+def system_rule_fragments() -> list[str]:
+    """Every system's own pipeline steps: ``systems/<name>/rules.smk`` (absolute paths, in
+    name order), which the Snakefile includes after ``workflow/rules/common.smk``."""
+    root = Path(commgnn.systems.__file__).parent
+    return [str(path) for path in sorted(root.glob("*/rules.smk"))]
+
+
 def figure_module(name: str) -> ModuleType:
     """The module of figure ``name``: ``make(inputs, out_png)`` and, optionally,
     ``runs_behind(spec)``."""
@@ -59,6 +82,8 @@ def declared_figures(base_systems: Iterable[str],
     first declaration first) whose every input kind has a path in ``built`` (kind → the
     paths the config makes: a figure reading GreenDyGNN's calibrations is not scheduled
     for a config with no ``controller: dqn`` run)."""
+    from commgnn.systems.registry import get_system  # deferred: every system, and torch
+
     figures: dict[str, tuple[str, ...]] = {}
     for system in base_systems:
         for name, kinds in get_system(system).figures.items():
@@ -70,6 +95,8 @@ def declared_figures(base_systems: Iterable[str],
 def claims_reads(figures: Iterable[str]) -> list[str]:
     """The figure tables the claims ledger reads among ``figures`` and the comparison
     (always built where anything ran)."""
+    from commgnn.ledger import READS  # deferred: the four papers' claims
+
     built = set(figures)
     return [name for name in READS if name in built or name == "compare"]
 
@@ -78,5 +105,7 @@ def system_declarations() -> dict[str, dict]:
     """``{system: {"colour", "figure_labels"}}`` as every system declares them
     (``System.colour``, ``System.figure_labels``; None where it declares none): what
     :func:`commgnn.report.palette.use_declarations` takes."""
+    from commgnn.systems.registry import discover  # deferred: every system, and torch
+
     return {name: {"colour": cls.colour, "figure_labels": cls.figure_labels}
             for name, cls in discover().items()}

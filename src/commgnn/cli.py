@@ -18,20 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+from commgnn.catalog import system_commands
 from commgnn.core import config as cfg
+from commgnn.core.config import section_arg
 from commgnn.core.errors import CommgnnError, HostError, InputError
 from commgnn.core.files import write_csv
 
 log = logging.getLogger("commgnn")
-
-
-def _spec(text: str, schema_def: str, where: str) -> dict:
-    try:
-        spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise cfg.ConfigError(f"{where}: --spec is not valid JSON ({exc})") from exc
-    cfg.validate(spec, cfg.subschema(schema_def), prefix=where)
-    return spec
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
@@ -63,7 +56,7 @@ def cmd_dataset(args: argparse.Namespace) -> None:
     from commgnn.data.sources import build_dataset
     from commgnn.data.store import write_dataset
 
-    spec = _spec(args.spec, "dataset", f"datasets.{args.name}")
+    spec = section_arg(args.spec, "dataset", f"datasets.{args.name}")
     problems = dataset_problems(args.name, spec)
     if problems:
         raise cfg.ConfigError(cfg.listing(problems))
@@ -79,7 +72,7 @@ def cmd_dataset(args: argparse.Namespace) -> None:
 def cmd_download(args: argparse.Namespace) -> None:
     from commgnn.data.sources import download
 
-    spec = _spec(args.spec, "dataset", f"datasets.{args.name}")
+    spec = section_arg(args.spec, "dataset", f"datasets.{args.name}")
     download(spec, args.out)
 
 
@@ -162,7 +155,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         prestart_fork_server("commgnn.train.loop")
     from commgnn.checks import training_host_problems
     from commgnn.systems.registry import get_system
-    from commgnn.train.loop import RunPaths, run
+    from commgnn.train.loop import RunPaths, probe_arg, run
     from commgnn.train.walltime import process_start
     given = {key: value for key, value in spec.training.items() if value is not None}
     cfg.validate(given, cfg.subschema("training"), prefix="--spec training")
@@ -184,7 +177,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                      attempt=args.attempt,
                      failed_attempt=None if args.failed_log is None
                      else failed_attempt_error(args.failed_log))
-    _probe_arg(args.dilation, spec, args.dataset)  # a bad probe fails before any worker
+    probe_arg(args.dilation, spec, args.dataset)  # a bad probe fails before any worker
     summary = run(spec, paths, get_system(spec.base_system), process_started=process_start())
     acc = summary.get("test_acc")
     log.info("run %s: %.3fs/epoch, %d remote rows/epoch, test acc %s", spec.run_id,
@@ -205,72 +198,6 @@ def cmd_presample(args: argparse.Namespace) -> None:
                      threads=args.threads)
     log.info("presampled %d workers x %d epochs x %d steps to %s", meta["num_workers"],
              args.epochs, meta["steps_per_epoch"], args.out)
-
-
-def _run_template(text: str):
-    from commgnn.core.spec import RunSpec
-
-    try:
-        return RunSpec.from_json(text)
-    except (ValueError, TypeError) as exc:
-        raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
-
-
-def _probe_arg(path: Path | None, spec, dataset: Path) -> str | None:
-    """``--dilation``: the workload's probe, checked against the run's workload before
-    any work (None: none given)."""
-    if path is None:
-        return None
-    from commgnn.train.loop import RunPaths, _workload_probe
-
-    _workload_probe(RunPaths(dataset=str(dataset), partition="", out="", checkpoints="",
-                             dilation=str(path)), spec)
-    return str(path)
-
-
-def cmd_calibrate(args: argparse.Namespace) -> None:
-    from commgnn.core.files import atomic_directory
-    from commgnn.systems.greendygnn.calibrate import calibrate
-
-    template = _run_template(args.spec)
-    settings = _spec(args.settings, "control_calibration", "control.calibration")
-    paths = {"dataset": str(args.dataset), "partition": str(args.partition),
-             "presample": str(args.presample),
-             "dilation": _probe_arg(args.dilation, template, args.dataset)}
-    with atomic_directory(args.out) as tmp:
-        result = calibrate(template, paths, tmp, settings)
-    fit = result["rpc"]["fit"]
-    log.info("calibrated %s: alpha %.3g ms, beta %.3g s/B, gamma %.3g s/B/ms", args.out,
-             fit["alpha_s"] * 1e3, fit["beta_s_per_byte"], fit["gamma_s_per_byte_ms"])
-
-
-def cmd_validate_simulator(args: argparse.Namespace) -> None:
-    from commgnn.core.files import atomic_directory
-    from commgnn.systems.greendygnn.calibrate import validate
-    from commgnn.systems.greendygnn.costmodel import read_calibration
-
-    template = _run_template(args.spec)
-    settings = _spec(args.settings, "control_validation", "control.validation")
-    calibration = read_calibration(args.calibration / "calibration.json")
-    paths = {"dataset": str(args.dataset), "partition": str(args.partition),
-             "presample": str(args.presample),
-             "dilation": _probe_arg(args.dilation, template, args.dataset)}
-    with atomic_directory(args.out) as tmp:
-        result = validate(template, paths, calibration, tmp, settings)
-    log.info("simulator error: mean %.1f%%, max %.1f%%", 100 * result["mean_error"],
-             100 * result["max_error"])
-
-
-def cmd_train_policy(args: argparse.Namespace) -> None:
-    from commgnn.core.files import atomic_directory
-    from commgnn.systems.greendygnn.costmodel import read_calibration
-    from commgnn.systems.greendygnn.policy import train_policy
-
-    settings = _spec(args.settings, "control_policy", "control.policy")
-    calibration = read_calibration(args.calibration / "calibration.json")
-    with atomic_directory(args.out) as tmp:
-        record = train_policy(calibration, tmp, settings)
-    log.info("policy trained: %d episodes in %.1f s", record["episodes"], record["seconds"])
 
 
 def cmd_figure(args: argparse.Namespace) -> None:
@@ -312,7 +239,7 @@ def cmd_partition(args: argparse.Namespace) -> None:
     from commgnn.data.store import load_dataset
     from commgnn.partition import partition_graph, write_partition
 
-    spec = _spec(args.spec, "partitioning", f"partitionings.{args.name}")
+    spec = section_arg(args.spec, "partitioning", f"partitionings.{args.name}")
     ds = load_dataset(args.dataset, verify_checksums=args.verify)
     part = partition_graph(ds, spec)
     write_partition(part, args.out)
@@ -395,33 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=cmd_presample)
 
-    control = {"calibrate": ("GreenDyGNN calibration: RPC grid, hit tables, clean runs",
-                             cmd_calibrate),
-               "validate-simulator": ("held-out runs vs the simulator (Figure 8)",
-                                      cmd_validate_simulator)}
-    for name, (text, func) in control.items():
-        p = sub.add_parser(name, help=text)
-        p.add_argument("--spec", required=True,
-                       help="a greendygnn run spec as JSON: workload, network, options")
-        p.add_argument("--settings", default="{}", help="the control.<section> entry as JSON")
-        p.add_argument("--dataset", required=True, type=Path)
-        p.add_argument("--partition", required=True, type=Path)
-        p.add_argument("--presample", required=True, type=Path)
-        p.add_argument("--dilation", type=Path, default=None,
-                       help="the workload's compute-step probe (time dilation auto)")
-        if name == "validate-simulator":
-            p.add_argument("--calibration", required=True, type=Path,
-                           help="a calibrate output directory")
-        p.add_argument("--out", required=True, type=Path)
-        p.set_defaults(func=func)
-
-    p = sub.add_parser("train-policy", help="train the Double-DQN window policy in the "
-                                            "calibrated simulator")
-    p.add_argument("--calibration", required=True, type=Path,
-                   help="a calibrate output directory")
-    p.add_argument("--settings", default="{}", help="the control.policy entry as JSON")
-    p.add_argument("--out", required=True, type=Path)
-    p.set_defaults(func=cmd_train_policy)
+    for add_commands in system_commands():  # each system's own steps (systems/<name>/cli.py)
+        add_commands(sub)
 
     p = sub.add_parser("partition-table", help="gather partition stats into one CSV table")
     p.add_argument("--out", required=True, type=Path)

@@ -155,7 +155,7 @@ def test_no_fitted_value_is_attributed_to_the_paper():
         assert "4.67" not in text and "2.01" not in text
     for relative in ("src/commgnn/systems/greendygnn/rpc_calibration.py",
                      "benchmarks/collect_greendygnn_dqn.py",
-                     "workflow/report/greendygnn_calibration.rst"):
+                     "src/commgnn/systems/greendygnn/figures/greendygnn_calibration.rst"):
         for number, line in enumerate((repo / relative).read_text().splitlines(), 1):
             if any(value in line for value in ("4.67", "1.40e-9", "2.01e-10")):
                 assert "paper" not in line.lower(), f"{relative}:{number}: {line.strip()}"

@@ -7,6 +7,8 @@ from commgnn.core.errors import CommgnnError, HostError
 from commgnn.data.sources import needs_network
 from commgnn.catalog import (claims_reads, declared_figures, figure_module,
                              system_declarations)
+from commgnn.catalog import figure_caption as catalog_figure_caption
+from commgnn.catalog import system_rule_fragments
 from commgnn.systems.registry import get_system
 from commgnn.network.netem import dilation_of
 from commgnn.core.spec import TRAINING_DEFAULTS
@@ -53,7 +55,10 @@ onstart:
 
 
 RESULTS = config.get("results_dir", "results")
-ENV = "../../envs/commgnn.yaml"
+#: The repository (the Snakefile's directory); rules fragments live elsewhere, so paths
+#: they name are absolute.
+REPO = Path(workflow.basedir)
+ENV = str(REPO / "envs" / "commgnn.yaml")
 
 
 def _commgnn_command():
@@ -180,14 +185,12 @@ def train_launch(w, resources):
 
 
 # Where the pipeline builds each input a system can declare in `needs`
-# (commgnn.core.declarations.PIPELINE_INPUTS), for one run.
+# (commgnn.core.declarations.PIPELINE_INPUTS), for one run: name -> path of a run spec.
 PIPELINE_INPUT_PATHS = {
     "presample": lambda s: (
         f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
     ),
-    "policy": lambda s: f"{RESULTS}/control/{control_key(s)}/policy",
-    "dgl_partition": lambda s: f"{RESULTS}/dgl_partitions/{s.dataset}/{s.partitioning}",
-}
+}  # a system's rules fragment adds the products it declares (systems/<name>/rules.smk)
 
 
 def system_inputs(spec):
@@ -301,18 +304,23 @@ def describe_all_runs():
 SYSTEM_DECLARATIONS = json.dumps(system_declarations(), sort_keys=True)
 
 
+# Paths of each kind of pipeline product a declared figure may read
+# (commgnn.core.declarations.FIGURE_INPUTS) that this config builds: kind -> a function
+# of no argument; a system's rules fragment adds the kinds it makes.
+FIGURE_INPUT_PATHS = {
+    "runs": lambda: [f"{RESULTS}/tables/runs.csv"] if RUNS else [],
+    "partition_stats": lambda: [f"{RESULTS}/tables/partition_stats.csv"],
+    "partitions": all_partitions,
+    "run_dirs": all_runs,
+    "presamples": all_presamples,
+    "datasets": lambda: [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])],
+}
+
+
 def figure_input_paths():
-    """Paths of each kind of pipeline product a declared figure may read (keys of
-    `systems.base.FIGURE_INPUTS`) that this config builds."""
-    return {"runs": [f"{RESULTS}/tables/runs.csv"] if RUNS else [],
-            "partition_stats": [f"{RESULTS}/tables/partition_stats.csv"],
-            "partitions": all_partitions(),
-            "run_dirs": all_runs(),
-            "control": control_targets(),
-            "validation": [path for path in control_targets()
-                           if Path(path).name == "validation"],
-            "presamples": all_presamples(),
-            "datasets": [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])]}
+    """Paths of each kind of pipeline product a declared figure may read that this config
+    builds."""
+    return {kind: paths() for kind, paths in FIGURE_INPUT_PATHS.items()}
 
 
 def system_figure_inputs(w):
@@ -322,8 +330,8 @@ def system_figure_inputs(w):
 
 
 def figure_caption(name):
-    """A figure's caption text (workflow/report/<name>.rst)."""
-    return (Path(workflow.basedir) / "workflow" / "report" / f"{name}.rst").read_text()
+    """A figure's caption text (beside its module: `commgnn.catalog.figure_caption`)."""
+    return catalog_figure_caption(name)
 
 
 def figure_setting(name):
@@ -338,110 +346,3 @@ def figure_setting(name):
                     if name in get_system(spec.base_system).figures}
         behind = lambda spec: spec.dataset in datasets
     return describe_runs([spec for spec in RUNS.values() if behind(spec)], config["datasets"])
-
-
-# GreenDyGNN's control plane (workflow/rules/control.smk): one calibration, validation and
-# policy per workload (dataset x partitioning x model x batch size x network) that a run
-# with `controller: dqn` and no policy file of its own needs.
-CONTROL = config.get("control", {})
-
-
-def _calibration_network(spec):
-    """The network the run's workload is calibrated on: `control.network` (one calibration
-    for runs under several congestion schedules of one network), else the run's own
-    (calibration strips its congestion)."""
-    name = CONTROL.get("network", spec.network)
-    for other in RUNS.values():
-        if other.network == name:
-            return name, other.network_spec
-    raise ValueError(f"control.network: no run of the experiment matrix uses network {name!r}")
-
-
-def control_key(spec):
-    return (f"{spec.dataset}/{spec.partitioning}/{spec.model}_b{spec.batch_size}_"
-            f"{_calibration_network(spec)[0]}")
-
-
-def _control_template(spec):
-    import dataclasses
-
-    name, network_spec = _calibration_network(spec)
-    return dataclasses.replace(spec, seed=CONTROL.get("seed", spec.seed), network=name,
-                               network_spec=network_spec)
-
-
-CONTROL_TEMPLATES = {}
-for _spec in RUNS.values():
-    if "policy" in get_system(_spec.base_system).wants(_spec.system_options):
-        CONTROL_TEMPLATES.setdefault(control_key(_spec), _control_template(_spec))
-
-
-def control_template(w):
-    return CONTROL_TEMPLATES[f"{w.dataset}/{w.partitioning}/{w.model}_b{w.batch}_{w.network}"]
-
-
-def control_resources(w, step):
-    """Requests of `calibrate` or `validate_simulator`: their short runs spawn every worker
-    inside one job (commgnn.cluster.control_resources)."""
-    from commgnn.systems.greendygnn.calibrate import CALIBRATION_DEFAULTS, VALIDATION_DEFAULTS
-
-    spec = control_template(w)
-    if step == "calibration":
-        s = {**CALIBRATION_DEFAULTS, **CONTROL.get("calibration", {})}
-        runs = len(set(s["windows"]))
-    else:
-        s = {**VALIDATION_DEFAULTS, **CONTROL.get("validation", {})}
-        runs = len(s["windows"]) * len(s["delays_ms"])
-    return cluster.control_resources(
-        dataset_shape(spec.dataset), spec.workers, runs, int(s["epochs"]),
-        len(spec.get("fanouts")), spec.get("device"), CLUSTER)
-
-
-# The calibration's runs divide by their workload's probe too (one clock per workload).
-for _template in CONTROL_TEMPLATES.values():
-    if _dilated_auto(_template):
-        WORKLOADS.setdefault(_workload_key(_template), _template)
-
-
-def control_inputs(w):
-    spec = control_template(w)
-    probe = ({"dilation": f"{RESULTS}/dilation/{spec.dataset}/{_workload_key(spec)}.json"}
-             if _dilated_auto(spec) else {})
-    return {"dataset": f"{RESULTS}/datasets/{spec.dataset}",
-            "partition": f"{RESULTS}/partitions/{spec.dataset}/{spec.partitioning}",
-            "presample": PIPELINE_INPUT_PATHS["presample"](spec), **probe}
-
-
-def control_targets():
-    """Every control directory the experiment matrix needs (validation when enabled)."""
-    parts = ["calibration", "policy"] + (["validation"] if CONTROL.get("validate", True) else [])
-    return [f"{RESULTS}/control/{key}/{part}" for key in sorted(CONTROL_TEMPLATES)
-            for part in parts]
-
-
-# Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs;
-# one is built only where the config builds every kind of product it reads (e.g.
-# GreenDyGNN's calibration and policy figures need a run with `controller: dqn`).
-SYSTEM_FIGURES = declared_figures([spec.base_system for spec in RUNS.values()],
-                                  figure_input_paths())
-
-
-# The DGL environment (systems that need a `dgl_partition`, e.g. distdgl): its interpreter
-# for the conversion rule, and a run that needs it stops before any job without it.
-from snakemake.exceptions import WorkflowError
-from commgnn.systems.distdgl.system import DGL_PYTHON_ENV, DGL_SETUP, dgl_python
-
-
-def dgl_interpreter(wildcards):
-    """$COMMGNN_DGL_PYTHON, else .venv-dgl (shell-quoted)."""
-    found = dgl_python()
-    if found is None:
-        raise WorkflowError(f"the DGL environment is missing: run `{DGL_SETUP}` "
-                            f"(or set {DGL_PYTHON_ENV})")
-    return shlex.quote(str(found))
-
-
-if workflow.is_main_process and dgl_python() is None and any(
-        "dgl_partition" in system_inputs(s) for s in RUNS.values()):
-    _config_failure(HostError(f"runs of this config need the DGL environment: run "
-                              f"`{DGL_SETUP}` (or set {DGL_PYTHON_ENV})"))

@@ -1,9 +1,17 @@
+# Figures the systems of the experiment matrix declare (`System.figures`): name -> inputs;
+# one is built only where the config builds every kind of product it reads (e.g.
+# GreenDyGNN's calibration and policy figures need a run with `controller: dqn`).
+SYSTEM_FIGURES = declared_figures([spec.base_system for spec in RUNS.values()],
+                                  figure_input_paths())
+
+
 # Figures a system declares (`System.figures` in its module, e.g. RapidGNN's Table 2 and
-# Figures 3-9, Grappa's tables): one module each in src/commgnn/report/figures/, one job
-# each, built when the experiment matrix runs the system. Each writes the figure as PNG
-# and PDF and its data as CSV; times in them are target times (raw ÷ time dilation). The
-# report caption (report/system_figure.rst: a caption file cannot be a wildcard) is the
-# figure's own, workflow/report/<name>.rst, then `params.setting`: the datasets' scale,
+# Figures 3-9, Grappa's tables): one module each in its paper's package
+# (src/commgnn/systems/<paper>/figures/), one job each, built when the experiment matrix
+# runs the system. Each writes the figure as PNG and PDF and its data as CSV; times in them
+# are target times (raw ÷ time dilation). The report caption (report/system_figure.rst: a
+# caption file cannot be a wildcard) is the figure's own, <name>.rst beside its module
+# (commgnn.catalog.figure_caption), then `params.setting`: the datasets' scale,
 # workers, networks with their dilation, seeds and epochs of the runs behind the figure.
 
 

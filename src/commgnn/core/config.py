@@ -7,6 +7,7 @@ work starts, with the offending key path in the message.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -111,3 +112,14 @@ def load_config(path: str | Path) -> dict:
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return data
+
+
+def section_arg(text: str, schema_def: str, where: str) -> dict:
+    """A config section given on a command line as JSON (``--spec``, ``--settings``),
+    validated against the schema's ``schema_def`` (errors name ``where``)."""
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: --spec is not valid JSON ({exc})") from exc
+    validate(spec, subschema(schema_def), prefix=where)
+    return spec

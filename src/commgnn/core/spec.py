@@ -10,6 +10,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from commgnn.core.errors import ConfigError
+
 TRAINING_DEFAULTS: dict = {
     "epochs": 3,
     "fanouts": [10, 25],
@@ -150,3 +152,11 @@ def network_spec(config: dict, name: str) -> dict:
         return {"preset": name}
     raise ValueError(f"network {name!r} is neither in 'networks' nor a preset "
                      f"{NETWORK_PRESET_NAMES}")
+
+
+def run_spec_arg(text: str) -> RunSpec:
+    """A run spec given on a command line as JSON (``--spec``)."""
+    try:
+        return RunSpec.from_json(text)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"--spec: not a run spec ({exc})") from exc

@@ -643,3 +643,13 @@ def _run_epoch(system, epoch, rank, steps_out, emulator, meter,
             totals["batch_feature_bytes_max"],
             prepared.features.numel() * prepared.features.element_size())
     return totals
+
+
+def probe_arg(path: Path | None, spec: RunSpec, dataset: Path) -> str | None:
+    """``--dilation``: the workload's probe, checked against the run's workload before
+    any work (None: none given)."""
+    if path is None:
+        return None
+    _workload_probe(RunPaths(dataset=str(dataset), partition="", out="", checkpoints="",
+                             dilation=str(path)), spec)
+    return str(path)

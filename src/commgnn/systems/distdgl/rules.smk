@@ -1,8 +1,15 @@
 # DistDGL (system `distdgl`): each partition converted to DGL's format by DGL's own
 # partition_graph, given commgnn's node assignment; run with the DGL environment's
 # interpreter (`bash setup.sh --dgl`, or COMMGNN_DGL_PYTHON), never the main one.
-from commgnn.systems.distdgl import SCRIPTS as DGL_SCRIPTS
+#
+# Included by the Snakefile (every systems/<name>/rules.smk), after workflow/rules/
+# common.smk; its functions and the products it adds are in common.smk beside it.
 
+# The DGL environment (systems that need a `dgl_partition`, e.g. distdgl): its interpreter
+# for the conversion rule, and a run that needs it stops before any job without it.
+
+
+include: "common.smk"
 
 rule dgl_partition:
     input:
@@ -16,7 +23,7 @@ rule dgl_partition:
     # Documents the software; the command runs the DGL interpreter itself (dgl and
     # torchdata need a second, --no-deps step that a conda file cannot say).
     conda:
-        "../../envs/dgl.yaml"
+        str(REPO / "envs" / "dgl.yaml")
     log:
         f"{RESULTS}/logs/dgl_partition/{{dataset}}/{{partitioning}}.log",
     benchmark:

@@ -1,7 +1,12 @@
 # GreenDyGNN's control plane: calibrate (Algorithm 1) -> train_policy (Double DQN in the
 # calibrated simulator) -> the `greendygnn` runs with `controller: dqn`; validate_simulator
 # (Figure 8) checks the simulator against held-out real runs.
+#
+# Included by the Snakefile (every systems/<name>/rules.smk), after workflow/rules/
+# common.smk; its functions and the products it adds are in common.smk beside it.
 
+
+include: "common.smk"
 
 rule calibrate:
     input:
