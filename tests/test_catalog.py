@@ -21,3 +21,36 @@ def test_every_figure_has_its_module_and_each_papers_figure_its_caption():
 def test_an_unknown_figure_is_refused_naming_it():
     with pytest.raises(ConfigError, match="unknown figure 'rapidgnn_fig99'"):
         catalog.figure_module("rapidgnn_fig99")
+
+
+def test_the_systems_descriptions_are_read_without_torch():
+    """The report and the workflow read every system's description from its package,
+    without its runtime (and torch)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from commgnn.catalog import declared_figures, system_declarations\n"
+              "names = sorted(system_declarations())\n"
+              "figures = declared_figures(names, {'runs': ['x']})\n"
+              "print(len(names), len(figures), 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    systems, figures, torch_loaded = done.stdout.split()
+    assert int(systems) == 10 and int(figures) > 0 and torch_loaded == "False"
+
+
+def test_each_system_class_declares_what_its_package_describes():
+    from commgnn.systems.registry import discover
+    from commgnn.train.system import DESCRIBED
+
+    described = catalog.system_descriptions()
+    classes = discover()
+    assert len(described) == 10 and set(described) <= set(classes)  # (and tests' toys)
+    for name in described:
+        cls = classes[name]
+        assert cls.description is described[name]
+        for attribute in DESCRIBED:
+            assert getattr(cls, attribute) == getattr(described[name], attribute), \
+                (name, attribute)
+        assert cls.option_properties() == described[name].option_properties(), name

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from types import ModuleType
 
 import commgnn.systems
+from commgnn.core.description import ENTRY_POINT_GROUP, SystemDescription
 from commgnn.core.errors import ConfigError
 from commgnn.systems.grappa.figures import INDEX as GRAPPA
 from commgnn.systems.greendygnn.figures import INDEX as GREENDYGNN
@@ -82,11 +83,10 @@ def declared_figures(base_systems: Iterable[str],
     first declaration first) whose every input kind has a path in ``built`` (kind → the
     paths the config makes: a figure reading GreenDyGNN's calibrations is not scheduled
     for a config with no ``controller: dqn`` run)."""
-    from commgnn.systems.registry import get_system  # deferred: every system, and torch
-
+    described = system_descriptions()
     figures: dict[str, tuple[str, ...]] = {}
     for system in base_systems:
-        for name, kinds in get_system(system).figures.items():
+        for name, kinds in described[system].figures.items():
             figures.setdefault(name, tuple(kinds))
     return {name: kinds for name, kinds in figures.items()
             if all(built.get(kind) for kind in kinds)}
@@ -101,11 +101,24 @@ def claims_reads(figures: Iterable[str]) -> list[str]:
     return [name for name in READS if name in built or name == "compare"]
 
 
-def system_declarations() -> dict[str, dict]:
-    """``{system: {"colour", "figure_labels"}}`` as every system declares them
-    (``System.colour``, ``System.figure_labels``; None where it declares none): what
-    :func:`commgnn.report.palette.use_declarations` takes."""
-    from commgnn.systems.registry import discover  # deferred: every system, and torch
+def system_descriptions() -> dict[str, SystemDescription]:
+    """Every built-in system's description (the ``DESCRIPTION`` of each package under
+    ``commgnn.systems``: no torch), plus those of the systems that entry points add (whose
+    modules, and torch with them, are then imported)."""
+    root = Path(commgnn.systems.__file__).parent
+    described = {}
+    for path in sorted(root.glob("*/__init__.py")):
+        description = importlib.import_module(f"commgnn.systems.{path.parent.name}").DESCRIPTION
+        described[description.name] = description
+    if metadata.entry_points(group=ENTRY_POINT_GROUP):
+        from commgnn.systems.registry import discover  # deferred: imports torch
 
-    return {name: {"colour": cls.colour, "figure_labels": cls.figure_labels}
-            for name, cls in discover().items()}
+        described.update({name: cls.description for name, cls in discover().items()})
+    return dict(sorted(described.items()))
+
+
+def system_declarations() -> dict[str, dict]:
+    """``{system: {"colour", "figure_labels"}}`` from every system's description: what
+    :func:`commgnn.report.palette.use_declarations` takes."""
+    return {name: {"colour": d.colour, "figure_labels": d.figure_labels}
+            for name, d in system_descriptions().items()}

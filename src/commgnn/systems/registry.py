@@ -15,12 +15,12 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from commgnn.core.config import ConfigError
+from commgnn.core.description import ENTRY_POINT_GROUP
 from commgnn.train.system import SYSTEMS
 
 if TYPE_CHECKING:
     from commgnn.train.system import System
 
-ENTRY_POINT_GROUP = "commgnn.systems"
 _discovered = False
 
 

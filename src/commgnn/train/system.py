@@ -38,9 +38,10 @@ import torch
 import torch.nn.functional as F
 
 from commgnn.core.batch import PreparedBatch, StepOutput
-from commgnn.core.config import ConfigError, validate
+from commgnn.core.config import ConfigError
 from commgnn.core.counts import FetchCounts
 from commgnn.core.declarations import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
+from commgnn.core.description import SystemDescription
 from commgnn.core.placement import Placement
 
 if TYPE_CHECKING:
@@ -50,6 +51,11 @@ if TYPE_CHECKING:
     from commgnn.partition import Partition
     from commgnn.train.context import WorkerContext
     from commgnn.train.metrics import StepRecord
+
+#: The class attributes a :class:`~commgnn.core.description.SystemDescription` sets.
+DESCRIBED = ("name", "colour", "figure_labels", "options", "needs", "partition_methods",
+             "figures", "uses_network", "external")
+
 
 class System(ABC):
     """A communication strategy. Subclasses with a ``name`` register themselves.
@@ -106,9 +112,24 @@ class System(ABC):
     train_module: torch.nn.Module  # what train_step calls: DDP(model) or model
     optimizer: torch.optim.Optimizer
 
+    #: Its declarations (:class:`~commgnn.core.description.SystemDescription`, the
+    #: ``DESCRIPTION`` of its package's ``__init__.py``); a class that names a
+    #: ``description`` takes ``name``, ``colour``, ``figure_labels``, ``options``, ``needs``,
+    #: ``partition_methods``, ``figures``, ``uses_network`` and ``external`` from it. A class
+    #: that sets ``name`` itself instead gets a description made of its attributes.
+    description: ClassVar[SystemDescription]
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
+        if "description" in cls.__dict__:
+            described = cls.description
+            for attribute in DESCRIBED:
+                setattr(cls, attribute, getattr(described, attribute))
+            register(cls)
+        elif "name" in cls.__dict__:
+            cls.description = SystemDescription(
+                **{attribute: getattr(cls, attribute) for attribute in DESCRIBED
+                   if attribute != "options"}, options=cls._inherited("options"))
             register(cls)
 
     # -- declarations --------------------------------------------------------------------
@@ -128,8 +149,8 @@ class System(ABC):
 
     @classmethod
     def option_properties(cls) -> dict[str, dict]:
-        """The option schemas of this class and its bases (subclasses override)."""
-        return cls._inherited("options")
+        """The option schemas of the system and those it extends (its description's)."""
+        return cls.description.option_properties()
 
     @classmethod
     def metric_reductions(cls) -> dict[str, str]:
@@ -139,19 +160,13 @@ class System(ABC):
     @classmethod
     def option_schema(cls) -> dict:
         """JSON schema of a ``systems.<name>`` config entry for this system."""
-        return {"type": "object", "additionalProperties": False,
-                "properties": {"system": {"const": cls.name}, **cls.option_properties()}}
+        return cls.description.option_schema()
 
     @classmethod
     def resolve_options(cls, options: dict, where: str | None = None) -> dict:
         """``options`` validated (ConfigError naming ``where.<key>``), defaults filled in;
-        without the ``system`` key."""
-        entry = {**options, "system": cls.name}
-        validate(entry, cls.option_schema(), prefix=where or f"systems.{cls.name}")
-        resolved = {key: prop["default"] for key, prop in cls.option_properties().items()
-                    if "default" in prop}
-        resolved.update({k: v for k, v in options.items() if k != "system"})
-        return resolved
+        without the ``system`` key (:meth:`SystemDescription.resolve_options`)."""
+        return cls.description.resolve_options(options, where)
 
     @classmethod
     def describe(cls) -> list[str]:

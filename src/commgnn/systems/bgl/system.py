@@ -45,6 +45,7 @@ import torch
 from commgnn.core.batch import PreparedBatch
 from commgnn.core.counts import FetchCounts
 from commgnn.runtime.prefetch import Prefetcher
+from commgnn.systems.bgl import DESCRIPTION
 from commgnn.systems.default.system import DefaultSystem
 
 
@@ -128,18 +129,7 @@ class FifoFeatureCache:
 
 
 class BGLSystem(DefaultSystem):
-    name = "bgl"
-    colour = "#999933"
-    figure_labels = r"BGL\b"
-    options = {
-        "prefetch_depth": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 4,
-                           "description": "steps sampled and fetched ahead by the background "
-                                          "producer"},
-        "cache_rows": {"type": "integer", "minimum": 0, "default": 0,
-                       "description": "FIFO cache capacity (remote feature rows); 0 (the "
-                                      "default) = no cache, GreenDyGNN's BGL (0 % hit rate, "
-                                      "its Fig. 7)"},
-    }
+    description = DESCRIPTION
     device_state = ("cache_bytes_max", "staged_bytes_max")  # held on the training device
     reductions = {"fifo_evictions": "sum", "cache_rows_held": "max", "cache_bytes_max": "max",
                   "staged_bytes_max": "max", "fill_resume_rows": "sum"}

@@ -60,6 +60,7 @@ from commgnn.core.config import ConfigError
 from commgnn.partition.halo import gather_neighbors
 from commgnn.partition.metis import metis_assign
 from commgnn.sampling.seeds import derive_seed
+from commgnn.systems.clustergcn import DESCRIPTION
 from commgnn.train.system import System
 
 #: METIS' seed is a C int.
@@ -111,29 +112,13 @@ class ClusterBatch(PreparedBatch):
 
 
 class ClusterGCNSystem(System):
-    name = "clustergcn"
-    colour = "#DDCC77"
-    figure_labels = r"Cluster-?GCN"
-    partition_methods = ("metis",)
-    options = {
-        "clusters": {"type": "integer", "minimum": 1, "default": 64,
-                     "description": "C: clusters of the whole graph, a multiple of the "
-                                    "workers (each worker clusters its partition into C/P "
-                                    "with METIS)"},
-        "clusters_per_batch": {"type": "integer", "minimum": 1, "default": 4,
-                               "description": "q: clusters whose union (every edge among "
-                                              "them kept) is one batch"},
-        "diag_lambda": {"type": "number", "minimum": 0, "default": 1.0,
-                        "description": "lambda of the diagonal enhancement (Ã + λ diag(Ã), "
-                                       "Ã = (D+I)^-1 (A+I)); 0: plain row normalisation"},
-    }
+    description = DESCRIPTION
     reductions = {
         "clustering_s": "max", "clustering_raw_s": "max", "clusters_per_worker": "max",
         "cluster_nodes_mean": "mean", "cluster_nodes_max": "max",
         "batch_nodes": "mean", "batch_edges": "mean", "batch_train_nodes": "mean",
         "batch_edge_fraction": "mean", "empty_batches": "sum",
     }
-    figures = {"grappa_table5": ("runs", "partition_stats")}
 
     # -- declarations --------------------------------------------------------------------
     @classmethod

@@ -24,23 +24,12 @@ from commgnn.core.counts import FetchCounts
 from commgnn.runtime.remote_sampler import counted_sampler
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
+from commgnn.systems.default import DESCRIPTION
 from commgnn.train.system import System
 
 
 class DefaultSystem(System):
-    name = "default"
-    colour = "#332288"
-    figure_labels = r"DGL\b|LO\b|GCN$"  # DGL-METIS/-Random, HopGNN's LO, RapidGNN's GCN
-    options = {
-        "schedule": {"enum": ["owned", "global"], "default": "owned",
-                     "description": "owned: each worker trains its partition's training "
-                                    "nodes; global: the shuffled training set split evenly "
-                                    "across workers"},
-        "sampling": {"enum": ["distributed", "replicated"], "default": "distributed",
-                     "description": "distributed: other partitions' rows sampled by their "
-                                    "owners over RPC (DistDGL); replicated: the whole graph "
-                                    "on every worker, free"},
-    }
+    description = DESCRIPTION
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)

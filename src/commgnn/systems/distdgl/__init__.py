@@ -17,5 +17,20 @@ environment runs the scripts as files and never imports this package.
 
 from pathlib import Path
 
+from commgnn.core.description import SystemDescription
+
 #: Where the scripts are (run as files by the DGL interpreter).
 SCRIPTS = Path(__file__).parent
+
+DESCRIPTION = SystemDescription(
+    name="distdgl",
+    colour="#AA4499",
+    figure_labels="DistDGL",
+    options={
+        "shm_mb": {"type": "integer", "minimum": 64, "default": 4096,
+                   "description": "size limit of each machine's private /dev/shm (MB)"},
+    },
+    needs=("dgl_partition",),
+    uses_network=False,  # DGL's own sockets: commgnn's link model does not apply
+    external=True,
+)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from commgnn.core.batch import PreparedBatch
 from commgnn.core.errors import ConfigError, HostError, InputError, StaleInputError, WorkerFailed
+from commgnn.systems.distdgl import DESCRIPTION
 from commgnn.train.system import System
 
 if TYPE_CHECKING:
@@ -166,16 +167,7 @@ def _model(spec: RunSpec) -> str | None:
 class DistDGL(System):
     """DistDGL (DGL 2.1.0) on commgnn's partitions, in the DGL environment."""
 
-    name = "distdgl"
-    colour = "#AA4499"
-    figure_labels = "DistDGL"
-    needs = ("dgl_partition",)
-    uses_network = False  # DGL's own sockets: commgnn's link model does not apply
-    external = True
-    options = {
-        "shm_mb": {"type": "integer", "minimum": 64, "default": 4096,
-                   "description": "size limit of each machine's private /dev/shm (MB)"},
-    }
+    description = DESCRIPTION
 
     @classmethod
     def run_problems(cls, spec: RunSpec, shape=None) -> list[str]:

@@ -31,11 +31,16 @@ from commgnn.report.claims import (
     tolerance,
 )
 from commgnn.report.figures.plotting import CELL
-from commgnn.systems.clustergcn.system import ClusterGCNSystem
-from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.clustergcn import DESCRIPTION as _CLUSTERGCN
+from commgnn.systems.default import DESCRIPTION as _DEFAULT
+from commgnn.systems.grappa import DESCRIPTION as _GRAPPA
 from commgnn.systems.grappa.figures.grappa_table5 import CLUSTER_GCN, GRAPPA
 from commgnn.systems.grappa.figures.grappa_table5 import PAPER as TABLE5
-from commgnn.systems.grappa.system import GrappaSystem
+
+#: The names of the systems the claims compare (their packages' descriptions).
+CLUSTERGCN_SYSTEM = _CLUSTERGCN.name
+DEFAULT_SYSTEM = _DEFAULT.name
+GRAPPA_SYSTEM = _GRAPPA.name
 
 #: Our dataset → the paper's (the spec's name map).
 DATASETS = {"arxiv-like": "OGBN-Arxiv", "synth-arxiv": "OGBN-Arxiv", "reddit-like": "Reddit",
@@ -63,8 +68,8 @@ SWITCH_SHARE = {4: 0.04, 16: 0.10, 64: 0.12}
 #: Fig. 4 / §5.3.1: Grappa's parallel efficiency from 1 to 16 partitions (about 16×).
 SCALING_EFFICIENCY = 1.0
 METIS = "DGL-METIS"
-SYSTEMS = (GrappaSystem.name, DefaultSystem.name)
-WITH_CLUSTERGCN = (GrappaSystem.name, ClusterGCNSystem.name)
+SYSTEMS = (GRAPPA_SYSTEM, DEFAULT_SYSTEM)
+WITH_CLUSTERGCN = (GRAPPA_SYSTEM, CLUSTERGCN_SYSTEM)
 
 
 def _seeds(rows: pd.DataFrame) -> str:

@@ -92,9 +92,9 @@ from commgnn.partition.subgraph import induced_csr, keep_cross_edges, merge_edge
 from commgnn.runtime.feature_store import FeatureStore
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.seeds import batch_seed, derive_seed
+from commgnn.systems.grappa import DESCRIPTION, ESTIMATORS
 from commgnn.train.system import System
 
-ESTIMATORS = ("resampling", "harmonic", "uniform", "none")
 EDGE_BYTES = 8  # an int64 neighbour id of a loaded edge list
 
 
@@ -193,51 +193,7 @@ class LocalPartition:
 
 
 class GrappaSystem(System):
-    name = "grappa"
-    colour = "#CC6677"
-    figure_labels = "Grappa"
-    partition_methods = ("chunk",)
-    options = {
-        "estimator": {"enum": list(ESTIMATORS), "default": "resampling",
-                      "description": "coverage factor: resampling (Eq. 18 as printed), harmonic "
-                                     "(|S| x Eq. 18), uniform (Eq. 12), none (Grappa-UW)"},
-        "switching": {"enum": ["sweep", "fixed"], "default": "sweep",
-                      "description": "sweep: repartition every super-epoch; fixed: the first "
-                                     "partitions throughout (Grappa-FP)"},
-        "super_epoch_epochs": {"type": "integer", "minimum": 0, "default": 0,
-                               "description": "epochs per super-epoch; 0: ceil(epochs / "
-                                              "schedule period)"},
-        "halo_hops": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 8},
-                                {"const": "depth"}], "default": "depth",
-                      "description": "h-hop halo of the partition in its local graph: "
-                                     "depth (the default, §3.2: the model's layers, k-hop "
-                                     "closure), an integer h, 0 = strict isolation"},
-        "remote_edge_fraction": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.0,
-                                 "description": "cross-partition edges kept per super-epoch, "
-                                                "their features fetched on demand "
-                                                "(0.5: Grappa-50S)"},
-        "active_workers": {"type": "integer", "minimum": 0, "default": 0,
-                           "description": "phase-parallel: at most this many workers train "
-                                          "at once (0: all)"},
-        "mode": {"enum": ["sampling", "fullgraph"], "default": "sampling",
-                 "description": "mini-batch sampling or one full-batch step per epoch on "
-                                "the partition"},
-        "deficit_threshold": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
-                              "default": None,
-                              "description": "switch early when 1 - c_uniform exceeds this "
-                                             "for deficit_patience steps (null: off)"},
-        "deficit_patience": {"type": "integer", "minimum": 1, "default": 20,
-                             "description": "consecutive steps of deficit before an early "
-                                            "switch"},
-    }
-    figures = {
-        "grappa_table1": ("partitions",),
-        "grappa_table3": ("runs",),
-        "grappa_table4": ("runs",),
-        "grappa_table7": ("runs",),
-        "grappa_table8": ("runs", "partition_stats"),
-        "grappa_fig4": ("runs",),
-    }
+    description = DESCRIPTION
     reductions = {
         "coverage_factor": "mean", "coverage_uniform": "mean", "super_epoch": "max",
         "switch_s": "slowest", "switch_raw_s": "slowest", "switch_bytes": "sum",

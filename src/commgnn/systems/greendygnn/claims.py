@@ -38,11 +38,17 @@ from commgnn.report.claims import (
     mean_spread,
     select,
 )
-from commgnn.systems.bgl.system import BGLSystem
-from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.bgl import DESCRIPTION as _BGL
+from commgnn.systems.default import DESCRIPTION as _DEFAULT
+from commgnn.systems.greendygnn import DESCRIPTION as _GREENDYGNN
 from commgnn.systems.greendygnn.figures.greendygnn_runs import WORKLOAD
-from commgnn.systems.greendygnn.system import GreenDyGNNSystem
-from commgnn.systems.rapidgnn.system import RapidGNNSystem
+from commgnn.systems.rapidgnn import DESCRIPTION as _RAPIDGNN
+
+#: The names of the systems the claims compare (their packages' descriptions).
+BGL_SYSTEM = _BGL.name
+DEFAULT_SYSTEM = _DEFAULT.name
+GREENDYGNN_SYSTEM = _GREENDYGNN.name
+RAPIDGNN_SYSTEM = _RAPIDGNN.name
 
 PAPER = "GreenDyGNN"
 LEARNED, HEURISTIC = "GreenDyGNN", "GreenDyGNN-heuristic"
@@ -361,14 +367,14 @@ def _window_shift(table: pd.DataFrame) -> Measured:
         "under congestion (info)", _seeds(rows)))
 
 
-_BASELINES = (DefaultSystem.name, BGLSystem.name, RapidGNNSystem.name, GreenDyGNNSystem.name)
+_BASELINES = (DEFAULT_SYSTEM, BGL_SYSTEM, RAPIDGNN_SYSTEM, GREENDYGNN_SYSTEM)
 
 CLAIMS: list[Claim] = [
     Claim(id="greendygnn-energy-vs-dgl-congested", paper=PAPER,
           claim="Under congestion GreenDyGNN's total energy is 27–43 % below Default DGL's.",
           paper_value="27–43 % (up to 43 %)", figure="greendygnn_table1",
           measure=learned(_saving("DGL")), band=matched_band(0.27, 0.43, 0.05),
-          direction=above(0.0), systems=(DefaultSystem.name, GreenDyGNNSystem.name),
+          direction=above(0.0), systems=(DEFAULT_SYSTEM, GREENDYGNN_SYSTEM),
           where="abstract; §VI-G, Table I",
           notes=("matched cells: the paper's per-config saving ± 0.05",),
           energy=TARGET_ENERGY),
@@ -376,7 +382,7 @@ CLAIMS: list[Claim] = [
           claim="Under congestion GreenDyGNN's total energy is 4–24 % below RapidGNN's.",
           paper_value="4–24 %", figure="greendygnn_table1",
           measure=learned(_saving("RapidGNN")), band=matched_band(0.04, 0.24, 0.05),
-          direction=above(0.0), systems=(RapidGNNSystem.name, GreenDyGNNSystem.name),
+          direction=above(0.0), systems=(RAPIDGNN_SYSTEM, GREENDYGNN_SYSTEM),
           where="§I contribution 4; §VI-G, Table I",
           notes=("matched cells: the paper's per-config saving ± 0.05",),
           energy=TARGET_ENERGY),
@@ -384,14 +390,14 @@ CLAIMS: list[Claim] = [
           claim="GreenDyGNN absorbs up to 26 pp of the congestion overhead RapidGNN suffers.",
           paper_value="3–26 pp", figure="greendygnn_fig5", measure=learned(_absorbed),
           band=fixed_band(3.0, 26.0), direction=above(0.0, 2.0),
-          systems=(RapidGNNSystem.name, GreenDyGNNSystem.name), where="§VI-B, Fig. 5",
+          systems=(RAPIDGNN_SYSTEM, GREENDYGNN_SYSTEM), where="§VI-B, Fig. 5",
           energy=TARGET_ENERGY),
     Claim(id="greendygnn-congestion-overhead-static-penalty", paper=PAPER,
           claim="Congestion raises static caching's (RapidGNN's) energy by 18–45 %.",
           paper_value="18–45 %", figure="greendygnn_fig5", measure=_static_penalty,
           band=fixed_band(18.0, 45.0), direction=None,
           notes=("no direction: congestion only adds delay, so the sign holds by "
-                 "construction and only the size counts",), systems=(RapidGNNSystem.name,),
+                 "construction and only the size counts",), systems=(RAPIDGNN_SYSTEM,),
           where="abstract; §VI-B, Fig. 5",
           energy=TARGET_ENERGY),
     Claim(id="greendygnn-epoch-time", paper=PAPER,
@@ -410,13 +416,13 @@ CLAIMS: list[Claim] = [
           measure=_ablation("w/o RL (static W=16)", 0,
                             fallback=r"w/o RL \(static W=\d+\)( \[.*\])?"),
           band=fixed_band(0.055, 0.118),
-          direction=above(0.0), systems=(GreenDyGNNSystem.name,), where="§VI-H, Table II",
+          direction=above(0.0), systems=(GREENDYGNN_SYSTEM,), where="§VI-H, Table II",
           energy=TARGET_ENERGY),
     Claim(id="greendygnn-ablation-cost-weights", paper=PAPER,
           claim="Without per-owner cost weights energy rises 3.0–3.5 %.",
           paper_value="+3.0/+3.4/+3.5 % (derived)", figure="greendygnn_table2",
           measure=_ablation("w/o Cost Weights", 1), band=fixed_band(0.022, 0.044),
-          direction=above(0.0), systems=(GreenDyGNNSystem.name,), where="§VI-H, Table II",
+          direction=above(0.0), systems=(GREENDYGNN_SYSTEM,), where="§VI-H, Table II",
           energy=TARGET_ENERGY),
     Claim(id="greendygnn-simulator-fidelity", paper=PAPER,
           claim="The calibrated simulator predicts mean step time with a mean error of 2.8 %.",
@@ -431,7 +437,7 @@ CLAIMS: list[Claim] = [
     Claim(id="greendygnn-window-shift", paper=PAPER,
           claim="Congestion halves the energy-optimal rebuild window (16 → about 8).",
           paper_value="W* 16 → 8", figure="greendygnn_fig2", measure=_window_shift,
-          band=fixed_band(0.0, 0.5), direction=below(1.0), systems=(GreenDyGNNSystem.name,),
+          band=fixed_band(0.0, 0.5), direction=below(1.0), systems=(GREENDYGNN_SYSTEM,),
           where="§I; §IV-A", notes=("ours: 20 ms congestion, not 4 ms",),
           energy=TARGET_ENERGY),
 ]

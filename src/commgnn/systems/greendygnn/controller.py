@@ -39,8 +39,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-#: GreenDyGNN §IV-C1: W ∈ {1, 2, 4, …, 128}.
-WINDOWS = (1, 2, 4, 8, 16, 32, 64, 128)
+from commgnn.systems.greendygnn import WINDOWS
+
 #: GreenDyGNN §IV-C1: the biased template gives 60 % of the cache to one owner.
 BIAS_SHARE = 0.6
 #: The heuristic's delay threshold (ms); see the module docstring.

@@ -100,6 +100,7 @@ from commgnn.runtime.remote_sampler import counted_sampler
 from commgnn.sampling.blockio import BlockReader, PresampledBatch
 from commgnn.sampling.presample import check_presample, check_run_presample, open_presampled
 from commgnn.sampling.seeds import batch_seed
+from commgnn.systems.greendygnn import DESCRIPTION
 from commgnn.systems.greendygnn.controller import (
     WINDOWS,
     ControllerState,
@@ -424,43 +425,7 @@ class _WindowStats:
 
 
 class GreenDyGNNSystem(System):
-    name = "greendygnn"
-    colour = "#44AA99"
-    figure_labels = "GreenDyGNN"
-    options = {
-        "controller": {"enum": ["static", "heuristic", "dqn"], "default": "static",
-                       "description": "who picks each window: static (fixed W, uniform), "
-                                      "heuristic (the paper's threshold rule, Eq. 7) or dqn "
-                                      "(a trained policy; the heuristic without one)"},
-        "policy": {"type": ["string", "null"], "default": None,
-                   "description": "dqn: a policy.pt file (default: the pipeline's "
-                                  "train_policy output for this run's workload)"},
-        "window": {"enum": list(WINDOWS), "default": 16,
-                   "description": "W for static, the nominal W_0 for heuristic"},
-        "cache_rows": {"type": "integer", "minimum": 0, "default": 100000,
-                       "description": "K, rows per window cache"},
-        "cost_weights": {"type": "boolean", "default": True,
-                         "description": "per-owner cost weights and biased templates "
-                                        "(false: the paper's 'w/o Cost Weights')"},
-        "delay_threshold_ms": {"type": "number", "exclusiveMinimum": 0, "default": 4.0,
-                               "description": "heuristic: inferred delay that halves W"},
-        "warmup_epochs": {"type": "integer", "minimum": 1, "default": 2,
-                          "description": "epochs that set the congestion baseline"},
-        "recent_rtts": {"type": "integer", "minimum": 1, "default": 30,
-                        "description": "round trips per owner in the estimator's median"},
-        "prefetch_depth": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 4,
-                           "description": "resolver queue: batches assembled ahead"},
-        "loader_depth": {"type": "integer", "minimum": 1, "maximum": 4096, "default": 8,
-                         "description": "Stage 1 queue: batches sampled (online) or read "
-                                        "(presample) ahead of the resolver"},
-        "sampler": {"enum": ["online", "presample"], "default": "online",
-                    "description": "Stage 1 (§V-A): online, the paper's: a background thread "
-                                   "samples each batch with distributed sampling, its "
-                                   "neighbour-list RPCs charged as sampling traffic; "
-                                   "presample: RapidGNN's presampled blocks (needs the "
-                                   "presample; sampling paid offline, reported apart)"},
-    }
-    needs = ()  # the presample only with `sampler: presample` (wants, check_inputs)
+    description = DESCRIPTION
 
     @classmethod
     def wants(cls, options: dict) -> tuple[str, ...]:
@@ -472,18 +437,6 @@ class GreenDyGNNSystem(System):
         if options.get("controller") == "dqn" and not options.get("policy"):
             wanted = (*wanted, "policy")
         return wanted
-    figures = {
-        "greendygnn_fig2": ("runs",),
-        "greendygnn_fig4": ("runs",),
-        "greendygnn_fig5": ("runs",),
-        "greendygnn_fig9": ("run_dirs",),
-        "greendygnn_table1": ("runs",),
-        "greendygnn_fig7": ("run_dirs",),
-        "greendygnn_fig8": ("validation",),
-        "greendygnn_calibration": ("control",),
-        "greendygnn_policy": ("control",),
-        "greendygnn_table2": ("runs",),
-    }
     device_state = ("cache_bytes_max",)  # window buffers: on the training device
     reductions = {"windows_built": "sum", "mean_window": "mean", "fill_rows": "sum",
                   "copied_rows": "sum", "rebuild_s": "sum", "swap_wait_s": "slowest",

@@ -27,9 +27,14 @@ from commgnn.report.claims import (
     select,
     tolerance,
 )
-from commgnn.systems.default.system import DefaultSystem
-from commgnn.systems.hopgnn.system import HopGNNSystem
-from commgnn.systems.p3.system import P3System
+from commgnn.systems.default import DESCRIPTION as _DEFAULT
+from commgnn.systems.hopgnn import DESCRIPTION as _HOPGNN
+from commgnn.systems.p3 import DESCRIPTION as _P3
+
+#: The names of the systems the claims compare (their packages' descriptions).
+DEFAULT_SYSTEM = _DEFAULT.name
+HOPGNN_SYSTEM = _HOPGNN.name
+P3_SYSTEM = _P3.name
 
 PAPER = "HopGNN"
 #: The cells runs are compared in (``hopgnn_runs.HOP_CELL``, kept here so the ledger does
@@ -231,21 +236,21 @@ CLAIMS: list[Claim] = [
     Claim(id="hopgnn-speedup-vs-p3", paper=PAPER,
           claim="HopGNN trains 1.2–4.2× faster than P3, and faster in every case.",
           paper_value="1.2–4.2×", figure="hopgnn_fig11", measure=_speedup_vs_p3,
-          band=fixed_band(*P3_RANGE), direction=FASTER, systems=(HopGNNSystem.name, P3System.name),
+          band=fixed_band(*P3_RANGE), direction=FASTER, systems=(HOPGNN_SYSTEM, P3_SYSTEM),
           where="abstract; §7.2, Figs. 11–12",
           notes=("vs unpipelined P3 (variant p3), on whichever partitioning P3 ran",)),
     Claim(id="hopgnn-speedup-vs-dgl", paper=PAPER,
           claim="HopGNN trains 1.3–3.1× faster than DGL across the five models.",
           paper_value="1.3–3.1×", figure="hopgnn_fig11", measure=_speedup_vs_dgl,
           band=fixed_band(*DGL_RANGE), direction=FASTER,
-          systems=(HopGNNSystem.name, DefaultSystem.name), where="§7.2, Figs. 11–12"),
+          systems=(HOPGNN_SYSTEM, DEFAULT_SYSTEM), where="§7.2, Figs. 11–12"),
     Claim(id="hopgnn-ablation-ladder", paper=PAPER,
           claim="Each technique adds speed (+MG ≤ +PG ≤ All), micrographs alone 1.52× over "
                 "DGL on Products and 2.13× on UK on average.",
           paper_value="+MG 1.52× (Products), 2.13× (UK); +MG/+PG/All up to "
                       "1.69/1.92/2.14× (Products), 1.96/2.33/2.72× (UK)",
           figure="hopgnn_fig13", measure=_ladder, band=ratio_band(1.33),
-          direction=FASTER, systems=(HopGNNSystem.name, DefaultSystem.name), where="§7.3, Fig. 13",
+          direction=FASTER, systems=(HOPGNN_SYSTEM, DEFAULT_SYSTEM), where="§7.3, Fig. 13",
           notes=("value: +MG's speedup over DGL; datasets without a paper average: the "
                  "range 1.52–2.13× as printed",
                  "reproduced needs +MG ≤ +PG·1.02 and +PG ≤ All·1.02 in every cell; "

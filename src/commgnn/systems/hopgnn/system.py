@@ -68,7 +68,7 @@ from commgnn.runtime.p2p import exchange
 from commgnn.runtime.remote_sampler import counted_sampler
 from commgnn.sampling.schedule import global_epoch_seed_nodes
 from commgnn.sampling.seeds import batch_seed
-from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.hopgnn import DESCRIPTION
 from commgnn.train.system import System
 
 ID_BYTES = 8
@@ -225,24 +225,8 @@ def _empty_batch() -> MiniBatch:
 
 
 class HopGNNSystem(System):
-    name = "hopgnn"
-    colour = "#88CCEE"
-    figure_labels = r"HopGNN|Naive\b|\+MG|\+PG|All\b"  # and its ablation ladder
+    description = DESCRIPTION
     wants_ddp = False
-    options = {
-        "mode": {"enum": ["micrograph", "naive"], "default": "micrograph",
-                 "description": "micrograph: HopGNN (§5); naive: migrate the model per "
-                                "subgraph with its intermediate data (§3.2)"},
-        "pregather": {"type": "boolean", "default": True,
-                      "description": "fetch each iteration's remote rows once, before the "
-                                     "time steps (§5.2)"},
-        "merging": {"enum": ["none", "search", "fixed"], "default": "search",
-                    "description": "search: merge time steps while epochs get faster "
-                                   "(§5.3); fixed: remove `merges` steps; none"},
-        "merges": {"type": "integer", "minimum": 0, "default": 1,
-                   "description": "time steps removed per iteration with merging: fixed"},
-        "sampling": DefaultSystem.options["sampling"],
-    }
     reductions = {
         "time_steps": "mean",  # per iteration, after merging
         "merges": "mean",  # time steps merged away per iteration
@@ -255,14 +239,6 @@ class HopGNNSystem(System):
         "pregather_saved_rows": "sum",  # miss_rows − pregather_rows
         "pregather_saved_rpcs": "sum",  # per-step requests minus pre-gather requests
         "intermediate_bytes": "sum",  # naive: topology + partial aggregates carried
-    }
-    figures = {
-        "hopgnn_table1": ("partitions",),
-        "hopgnn_fig11": ("runs",),
-        "hopgnn_fig13": ("runs",),
-        "hopgnn_fig14": ("runs",),
-        "hopgnn_fig16": ("runs",),
-        "hopgnn_table3": ("runs",),
     }
 
     @classmethod

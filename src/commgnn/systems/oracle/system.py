@@ -9,14 +9,11 @@ import torch
 from commgnn.core.counts import FetchCounts
 from commgnn.runtime.feature_store import LocalFeatureStore
 from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.oracle import DESCRIPTION
 
 
 class OracleSystem(DefaultSystem):
-    name = "oracle"
-    colour = "#DDDDDD"  # the compute-only limit: grey
-    figure_labels = r"[Oo]racle\b"
-    uses_network = False
-    options = {"sampling": {**DefaultSystem.options["sampling"], "default": "replicated"}}
+    description = DESCRIPTION
 
     def setup(self, ctx, model, optimizer) -> None:
         super().setup(ctx, model, optimizer)

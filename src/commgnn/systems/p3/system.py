@@ -85,6 +85,7 @@ from commgnn.models.layers import block_edges
 from commgnn.network.netem import ACTIVATION, ACTIVATION_GRAD, ALLREDUCE, GRAPH
 from commgnn.runtime.p2p import exchange
 from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.p3 import DESCRIPTION
 
 ID_BYTES = 8
 
@@ -273,17 +274,8 @@ class _Flight:
 
 
 class P3System(DefaultSystem):
-    name = "p3"
-    colour = "#882255"
-    figure_labels = r"P3\b|p3\+"
+    description = DESCRIPTION
     wants_ddp = False
-    options = {
-        "pipeline": {"type": "integer", "minimum": 0, "maximum": 8, "default": 0,
-                     "description": "P3's pipelining: the first layer of the batch this "
-                                    "many steps ahead starts with each step (its activation "
-                                    "transfer overlaps the steps in between), on layer-1 "
-                                    "weights that many updates stale; 0: none, exact"},
-    }
     reductions = {
         "model_gather_bytes": "sum",  # split weights gathered at the end of each epoch
     }

@@ -30,7 +30,8 @@ from commgnn.report.claims import (
     select,
     tolerance,
 )
-from commgnn.systems.default.system import DefaultSystem
+from commgnn.systems.default import DESCRIPTION as _DEFAULT
+from commgnn.systems.rapidgnn import DESCRIPTION as _RAPIDGNN
 from commgnn.systems.rapidgnn.figures import (
     rapidgnn_fig4,
     rapidgnn_fig6,
@@ -38,11 +39,14 @@ from commgnn.systems.rapidgnn.figures import (
     rapidgnn_table3,
 )
 from commgnn.systems.rapidgnn.figures.rapidgnn_runs import CELL, RAPIDGNN
-from commgnn.systems.rapidgnn.system import RapidGNNSystem
+
+#: The names of the systems the claims compare (their packages' descriptions).
+DEFAULT_SYSTEM = _DEFAULT.name
+RAPIDGNN_SYSTEM = _RAPIDGNN.name
 
 PAPER_NAME = "RapidGNN"
 #: The base systems behind every role (the dilation gate).
-SYSTEMS = (RapidGNNSystem.name, DefaultSystem.name)
+SYSTEMS = (RAPIDGNN_SYSTEM, DEFAULT_SYSTEM)
 FACTOR = 1.33
 BASELINE = "DGL-METIS"
 

@@ -41,6 +41,7 @@ from commgnn.sampling.presample import (
     frequencies,
     open_presampled,
 )
+from commgnn.systems.rapidgnn import DESCRIPTION
 from commgnn.train.system import System
 
 
@@ -68,29 +69,7 @@ def hot_nodes(ids: np.ndarray, counts: np.ndarray, n_hot: int) -> np.ndarray:
 
 
 class RapidGNNSystem(System):
-    name = "rapidgnn"
-    colour = "#117733"
-    figure_labels = "RapidGNN"
-    options = {
-        "n_hot": {"type": "integer", "minimum": 0, "default": 0,
-                  "description": "steady-cache size (rows)"},
-        "prefetch_depth": {"type": "integer", "minimum": 0, "maximum": 1024, "default": 4,
-                           "description": "Q, batches staged ahead (0 = no prefetcher)"},
-    }
-    needs = ("presample",)
-    #: The paper's evaluation (§5): one module per result in ``report/figures/``; the roles
-    #: (RapidGNN, DGL-METIS, DGL-Random, GCN) are in ``rapidgnn_runs``.
-    figures = {
-        "rapidgnn_fig3": ("presamples",),
-        "rapidgnn_table2": ("runs", "partition_stats", "datasets"),
-        "rapidgnn_fig4": ("runs", "partition_stats", "datasets"),
-        "rapidgnn_fig5": ("runs",),
-        "rapidgnn_fig6": ("runs", "partition_stats", "datasets"),
-        "rapidgnn_fig7": ("runs", "partition_stats", "datasets"),
-        "rapidgnn_table3": ("runs", "partition_stats", "datasets", "run_dirs"),
-        "rapidgnn_fig8": ("runs", "partition_stats", "datasets", "run_dirs"),
-        "rapidgnn_fig9": ("runs", "partition_stats", "datasets", "run_dirs"),
-    }
+    description = DESCRIPTION
     device_state = ("cache_bytes_max", "staged_bytes_max")  # held on the training device
     reductions = {"prefetch_fallbacks": "sum", "cache_bytes_max": "max",
                   "staged_bytes_max": "max", "memory_bound_bytes": "max",
