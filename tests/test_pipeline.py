@@ -16,7 +16,7 @@ from commgnn.ledger import CLAIMS
 from commgnn.partition import load_partition
 from commgnn.report.claims import VERDICTS
 
-sys.path.insert(0, str(Path(__file__).parent / "control"))
+sys.path.insert(0, str(Path(__file__).parent / "systems" / "greendygnn"))
 from control_checks import check_calibration, check_validation
 from tiny_pipeline import TINY, snakemake
 

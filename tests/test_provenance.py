@@ -1,7 +1,7 @@
 """Derived artefacts record the fingerprints of what they were made from (dataset →
 partition → presample) and loading a stale or pre-provenance one is a StaleInputError
 naming it and how to rebuild it (issue 14, item 4). Calibration and policy:
-``tests/control/test_control_provenance.py``."""
+``tests/systems/greendygnn/test_control_provenance.py``."""
 
 from __future__ import annotations
 

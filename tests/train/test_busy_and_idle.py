@@ -1,5 +1,5 @@
 """Busy and idle per device, in the loop: the straggler wait inside the all-reduce is idle
-(measured: tests/dist/test_netem.py's two-process DDP test; priced: tests/train/
+(measured: tests/network/test_netem.py's two-process DDP test; priced: tests/train/
 test_runs.py's energy test), and every class of traffic a worker moves costs CPU (target
 energy model v2)."""
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from commgnn.core.config import validate
+from commgnn.core.errors import ConfigError
 
 #: The entry-point group through which an installed distribution adds a system (a module, or
 #: a :class:`~commgnn.train.system.System` subclass).
@@ -31,7 +32,8 @@ class SystemDescription:
     ``needs``: pipeline inputs its runs always read (:data:`~commgnn.core.declarations.
     PIPELINE_INPUTS`); ``figures``: ``{figure: input kinds}``, built whenever the experiment
     matrix runs it. ``uses_network``: False where its traffic is free by definition;
-    ``external``: it trains outside commgnn's loop, in another framework.
+    ``external``: it trains outside commgnn's loop, in another framework. ``renamed``:
+    ``{old option: new}``, refused with a line naming the new name.
     """
 
     name: str
@@ -44,6 +46,7 @@ class SystemDescription:
     figures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     uses_network: bool = True
     external: bool = False
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     def option_properties(self) -> dict[str, dict]:
         """Its option schemas, its base's first (its own override them)."""
@@ -58,8 +61,10 @@ class SystemDescription:
     def resolve_options(self, options: dict, where: str | None = None) -> dict:
         """``options`` validated (ConfigError naming ``where.<key>``), defaults filled in;
         without the ``system`` key."""
-        validate({**options, "system": self.name}, self.option_schema(),
-                 prefix=where or f"systems.{self.name}")
+        where = where or f"systems.{self.name}"
+        for old in sorted(set(options) & set(self.renamed)):
+            raise ConfigError(f"{where}.{old}: renamed {self.renamed[old]!r}")
+        validate({**options, "system": self.name}, self.option_schema(), prefix=where)
         resolved = {key: prop["default"] for key, prop in self.option_properties().items()
                     if "default" in prop}
         resolved.update({k: v for k, v in options.items() if k != "system"})

@@ -19,7 +19,7 @@ DESCRIPTION = SystemDescription(
         "super_epoch_epochs": {"type": "integer", "minimum": 0, "default": 0,
                                "description": "epochs per super-epoch; 0: ceil(epochs / "
                                               "schedule period)"},
-        "halo_hops": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 8},
+        "chunk_halo_hops": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 8},
                                 {"const": "depth"}], "default": "depth",
                       "description": "h-hop halo of the partition in its local graph: "
                                      "depth (the default, §3.2: the model's layers, k-hop "
@@ -42,6 +42,8 @@ DESCRIPTION = SystemDescription(
                              "description": "consecutive steps of deficit before an early "
                                             "switch"},
     },
+    # the partitioning key `halo_hops` (the halo sets a partition records) is another setting
+    renamed={"halo_hops": "chunk_halo_hops"},
     partition_methods=("chunk",),
     figures={
         "grappa_table1": ("partitions",),

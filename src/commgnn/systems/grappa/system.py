@@ -9,13 +9,14 @@ switch; the only traffic is the gradient all-reduce. Seeds are the training node
 base chunk (``Placement``: the base).
 
 Halo (§3.2, "the key enabler"): a partition holds every node within ``k`` hops of its
-chunks' nodes, ``k`` = the model's layers (``halo_hops: depth``, the default: the run's
-number of fan-outs), so a ``k``-layer mini-batch is the same computation tree as on the
-whole graph and needs no cross-partition read; halo nodes are read-only and never seeds.
-``halo_hops: h`` (an integer) sets the depth by hand; ``halo_hops: 0`` is strict isolation
-(base ∪ swept chunk alone: each seed sees only its in-partition neighbours, the measured
-alternative whose coverage bias the factors below correct). The resolved depth is the
-``halo_hops`` metric of every epoch record and summary.
+chunks' nodes, ``k`` = the model's layers (``chunk_halo_hops: depth``, the default: the
+run's number of fan-outs), so a ``k``-layer mini-batch is the same computation tree as on
+the whole graph and needs no cross-partition read; halo nodes are read-only and never
+seeds. ``chunk_halo_hops: h`` (an integer) sets the depth by hand; ``chunk_halo_hops: 0``
+is strict isolation (base ∪ swept chunk alone: each seed sees only its in-partition
+neighbours, the measured alternative whose coverage bias the factors below correct). The
+resolved depth is the ``chunk_halo_hops`` metric of every epoch record and summary. (The
+partitioning key ``halo_hops`` is another setting: the halo sets a partition records.)
 
 Super-epochs (§3.3, §3.5): a super-epoch lasts ``L`` epochs (``super_epoch_epochs``;
 default ``ceil(E / T)`` with ``T`` the schedule's period, ``C - 1`` for the default
@@ -49,7 +50,7 @@ invariant to a factor common to all workers (up to ``eps``), so Eq. 18's ``1/B``
 magnitude does not shrink the step; what the correction changes is the *relative* weight
 of the workers in the averaged gradient. Adam's (coupled) ``weight_decay`` is added to the
 gradient after the hook, so scaling the gradients scales the decay's relative strength by
-``1/c``. Both facts are tested (``tests/systems/test_grappa.py``).
+``1/c``. Both facts are tested (``tests/systems/grappa/test_grappa.py``).
 
 Phase-parallel training (Algorithm 1, ``active_workers: M``): the ``W`` partitions of a
 super-epoch train in ``ceil(W/M)`` phases of at most ``M`` workers (the last phase is
@@ -148,13 +149,14 @@ def coverage_factor(estimator: str, d_local: np.ndarray, d_global: np.ndarray,
     raise ValueError(f"unknown estimator {estimator!r}; known: {ESTIMATORS}")
 
 
-def resolve_halo_hops(option: int | str, layers: int) -> int:
+def resolve_chunk_halo_hops(option: int | str, layers: int) -> int:
     """The halo depth of a run: ``layers`` (the model's depth, the number of fan-outs) for
     ``"depth"`` (§3.2's k-hop closure), else the integer given (0: strict isolation)."""
     if option == "depth":
         return int(layers)
     if isinstance(option, bool) or not isinstance(option, int) or option < 0:
-        raise ValueError(f"halo_hops must be 'depth' or an integer >= 0, got {option!r}")
+        raise ValueError(f"chunk_halo_hops must be 'depth' or an integer >= 0, got "
+                         f"{option!r}")
     return option
 
 
@@ -199,7 +201,7 @@ class GrappaSystem(System):
         "switch_s": "slowest", "switch_raw_s": "slowest", "switch_bytes": "sum",
         "switch_rows": "sum",
         "partition_nodes": "mean", "partition_edges": "mean", "optimizer_updates": "sum",
-        "phases": "max", "deficit_switch": "max", "halo_hops": "max",
+        "phases": "max", "deficit_switch": "max", "chunk_halo_hops": "max",
     }
 
     # -- declarations --------------------------------------------------------------------
@@ -279,7 +281,7 @@ class GrappaSystem(System):
         self.super_epoch_epochs = (self.options["super_epoch_epochs"]
                                    or max(1, math.ceil(epochs / period)))
         self.fanout = int(ctx.spec.get("fanouts")[-1])
-        self.halo_hops = resolve_halo_hops(self.options["halo_hops"],
+        self.chunk_halo_hops = resolve_chunk_halo_hops(self.options["chunk_halo_hops"],
                                            len(ctx.spec.get("fanouts")))
         self.super_epoch, self.epochs_in_super = 0, 0
         self.local: LocalPartition | None = None
@@ -350,7 +352,7 @@ class GrappaSystem(System):
         base, swept = self.pairs()[self.ctx.rank]
         ds = self.ctx.dataset
         return partition_nodes(self.chunk_of, (base, swept), ds.indptr, ds.indices,
-                               self.halo_hops)
+                               self.chunk_halo_hops)
 
     def _switch(self) -> None:
         """Load the current super-epoch's partition: keep held rows, pull the rest from
@@ -528,7 +530,7 @@ class GrappaSystem(System):
             "optimizer_updates": self._updates,
             "phases": len(self.phases),
             "deficit_switch": int(self._deficit_hit),
-            "halo_hops": self.halo_hops,
+            "chunk_halo_hops": self.chunk_halo_hops,
         }
 
     def fetch(self, nodes: torch.Tensor) -> tuple[torch.Tensor, FetchCounts]:

@@ -38,7 +38,7 @@ What is partial (:data:`SPLITS`, one entry per architecture):
   modulation and aggregation run at the owner.
 
 All of these are exact: the gradients of a step equal ``default``'s on the same batches up
-to float summation order (``tests/systems/test_p3.py``), with dropout 0 (input dropout is
+to float summation order (``tests/systems/p3/test_p3.py``), with dropout 0 (input dropout is
 drawn per column slice, so with dropout the masks differ from ``default``'s). A named PyG
 convolution has no declared split and is refused at validate time.
 

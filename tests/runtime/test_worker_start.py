@@ -16,8 +16,8 @@ import psutil
 import pytest
 from polling import wait_for
 
-from commgnn.runtime.launcher import START_METHOD_ENV, launch
 from commgnn.core.errors import HostError
+from commgnn.runtime.launcher import START_METHOD_ENV, launch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -121,7 +121,7 @@ def test_a_worker_hung_holding_the_gil_is_named_with_its_stack(method, tmp_path)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     # (named at its last heartbeat; had it not beaten yet, from its start)
-    assert re.fullmatch(r"commgnn\.errors\.WorkerFailed: worker 1 \(pid \d+\) is "
+    assert re.fullmatch(r"commgnn\.core\.errors\.WorkerFailed: worker 1 \(pid \d+\) is "
                         r"unresponsive: no heartbeat (for|since it started) \d+\.\d s"
                         r"( ago)?; stopped the other workers \(its threads' Python stacks "
                         r"are in the log above\)", last), last

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from commgnn.runtime.prefetch import PrefetchError, Prefetcher
+from commgnn.runtime.prefetch import Prefetcher, PrefetchError
 
 
 def test_items_arrive_in_order_and_staging_is_bounded():

@@ -184,7 +184,7 @@ def test_table2_empty(tmp_path):
 def test_calibration_figure_pairs_each_measurement_with_its_fit(tmp_path):
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "control"))
+    sys.path.insert(0, str(Path(__file__).parent))
     from control_toys import toy_calibration
 
     from commgnn.systems.greendygnn.figures import greendygnn_calibration

@@ -12,7 +12,13 @@ import pytest
 
 from commgnn.core.config import ConfigError, subschema, validate
 from commgnn.network.congestion import EpochSchedule
-from commgnn.network.netem import (NETWORK_PRESETS, TCP_WINDOW_BYTES, LinkModel, NetworkEmulator, network_from_spec)
+from commgnn.network.netem import (
+    NETWORK_PRESETS,
+    TCP_WINDOW_BYTES,
+    LinkModel,
+    NetworkEmulator,
+    network_from_spec,
+)
 
 LAT, BW = 50e-6, 1.25e9  # the 10gbe preset: one-way latency, bytes/s
 

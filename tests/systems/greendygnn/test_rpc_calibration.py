@@ -147,7 +147,7 @@ def test_no_fitted_value_is_attributed_to_the_paper():
     give a value as the paper's."""
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     paper = repo.parent / "shared" / "papers" / "greendygnn.txt"
     if paper.exists():
         text = paper.read_text()

@@ -1,6 +1,6 @@
 """Grappa's halo (§3.2, "the key enabler"): by default a partition holds every node within
 k hops of its chunks, k = the model's layers, so a k-layer mini-batch sampled inside the
-partition is the one sampled on the whole graph; ``halo_hops: 0`` keeps strict isolation
+partition is the one sampled on the whole graph; ``chunk_halo_hops: 0`` keeps strict isolation
 (base ∪ swept chunk alone), the measured alternative. Unit-level on the partition's nodes,
 then one tiny real run that records the resolved depth."""
 
@@ -19,7 +19,7 @@ from commgnn.partition.chunk import chunk_pairs
 from commgnn.partition.subgraph import induced_csr
 from commgnn.report.tables import runs_table
 from commgnn.sampling.neighbor import NeighborSampler
-from commgnn.systems.grappa.system import GrappaSystem, partition_nodes, resolve_halo_hops
+from commgnn.systems.grappa.system import GrappaSystem, partition_nodes, resolve_chunk_halo_hops
 
 pytestmark = pytest.mark.timeout(300)
 FANOUTS = [5, 5]  # the tiny runs' 2-layer model
@@ -43,16 +43,19 @@ def _within(indptr: np.ndarray, indices: np.ndarray, start: np.ndarray, hops: in
 
 
 def test_the_default_halo_is_the_models_depth():
-    assert GrappaSystem.options["halo_hops"]["default"] == "depth"
-    assert GrappaSystem.resolve_options({})["halo_hops"] == "depth"
-    assert GrappaSystem.resolve_options({"halo_hops": 0})["halo_hops"] == 0
-    assert resolve_halo_hops("depth", 3) == 3 and resolve_halo_hops(0, 3) == 0
-    assert resolve_halo_hops(1, 4) == 1
+    assert GrappaSystem.options["chunk_halo_hops"]["default"] == "depth"
+    assert GrappaSystem.resolve_options({})["chunk_halo_hops"] == "depth"
+    assert GrappaSystem.resolve_options({"chunk_halo_hops": 0})["chunk_halo_hops"] == 0
+    assert resolve_chunk_halo_hops("depth", 3) == 3 and resolve_chunk_halo_hops(0, 3) == 0
+    assert resolve_chunk_halo_hops(1, 4) == 1
     with pytest.raises(ValueError):
-        resolve_halo_hops("two", 2)
+        resolve_chunk_halo_hops("two", 2)
     from commgnn.core.config import ConfigError
-    with pytest.raises(ConfigError, match="halo_hops"):
-        GrappaSystem.resolve_options({"halo_hops": "deep"})
+    with pytest.raises(ConfigError, match=r"systems\.grappa\.halo_hops: renamed "
+                                          r"'chunk_halo_hops'"):
+        GrappaSystem.resolve_options({"halo_hops": 0})
+    with pytest.raises(ConfigError, match="chunk_halo_hops"):
+        GrappaSystem.resolve_options({"chunk_halo_hops": "deep"})
 
 
 @pytest.mark.parametrize("super_epoch", [0, 1, 2])
@@ -61,7 +64,8 @@ def test_a_partition_holds_the_k_hop_closure_of_its_training_nodes(graph, super_
     indptr, indices = np.asarray(ds.indptr), np.asarray(ds.indices)
     chunk_of = np.asarray(part.book.owner)
     train = np.asarray(ds.train_idx)
-    depth = resolve_halo_hops(GrappaSystem.resolve_options({})["halo_hops"], len(FANOUTS))
+    depth = resolve_chunk_halo_hops(GrappaSystem.resolve_options({})["chunk_halo_hops"],
+                                    len(FANOUTS))
     for worker, (base, swept) in enumerate(chunk_pairs(4, 2, super_epoch)):
         chunks = np.flatnonzero(np.isin(chunk_of, (base, swept)))
         nodes = partition_nodes(chunk_of, (base, swept), indptr, indices, depth)
@@ -110,18 +114,18 @@ def chunk_inputs(graph, tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_a_run_records_its_resolved_halo(chunk_inputs, tmp_path, run_on_tiny, make_spec):
-    """The default run resolves ``depth`` to its 2 layers (metric ``halo_hops``; the option
+    """The default run resolves ``depth`` to its 2 layers (metric ``chunk_halo_hops``; the option
     stays ``depth``), holds whole neighbourhoods (coverage 1), and names the reach of its
     congestion (none of Grappa's traffic inside an iteration is on the RPC port)."""
     network = {"preset": "10gbe", "congestion": {"kind": "scenario", "name": "single-link",
                                                  "delay_ms": 5, "onset_epoch": 1}}
     out = run_on_tiny(tmp_path, chunk_inputs, make_spec("grappa", epochs=3, network=network))
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["system_options"]["halo_hops"] == "depth"
-    assert summary["halo_hops"] == 2 and "halo_hops" in summary["system_metrics"]
+    assert summary["system_options"]["chunk_halo_hops"] == "depth"
+    assert summary["chunk_halo_hops"] == 2 and "chunk_halo_hops" in summary["system_metrics"]
     assert summary["coverage_factor"] == 1.0 and summary["coverage_uniform"] == 1.0
     assert (summary["congestion"], summary["congestion_reach"]) == (
         "scenario:single-link", "fetch+sampling")
     row = runs_table([out]).iloc[0]
-    assert (row["option_halo_hops"], row["halo_hops"]) == ("depth", 2)
+    assert (row["option_chunk_halo_hops"], row["chunk_halo_hops"]) == ("depth", 2)
     assert row["congestion_reach"] == "fetch+sampling"

@@ -4,6 +4,7 @@ Checked on the live processes of a real 2-worker run, spawned and as srun tasks.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -118,10 +119,8 @@ def test_rpc_calibration_listens_on_loopback_only():
     def watch() -> None:  # the launcher must run on the main thread (signal handlers)
         while not done.is_set():
             for child in psutil.Process().children(recursive=True):
-                try:
+                with contextlib.suppress(psutil.Error):  # the child ended meanwhile
                     seen.update(listening(child.pid))
-                except psutil.Error:
-                    pass
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)

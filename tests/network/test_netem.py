@@ -11,7 +11,18 @@ import time
 import pytest
 
 from commgnn.network.congestion import EpochSchedule, TimeSchedule, greendygnn_schedule
-from commgnn.network.netem import (ALLREDUCE, FETCH, NETWORK_PRESETS, TCP_WINDOW_BYTES, LinkModel, NetworkEmulator, allreduce_hook, network_from_spec, ring_allreduce_bytes, ring_allreduce_messages)
+from commgnn.network.netem import (
+    ALLREDUCE,
+    FETCH,
+    NETWORK_PRESETS,
+    TCP_WINDOW_BYTES,
+    LinkModel,
+    NetworkEmulator,
+    allreduce_hook,
+    network_from_spec,
+    ring_allreduce_bytes,
+    ring_allreduce_messages,
+)
 
 
 def test_link_model_arithmetic():

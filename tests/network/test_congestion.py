@@ -8,7 +8,18 @@ import json
 import pytest
 
 from commgnn.core.config import ConfigError, schema, validate
-from commgnn.network.congestion import (SCENARIOS, EpochSchedule, NoCongestion, ScenarioSchedule, TimeSchedule, congestion_from_spec, default_congested_traffic, greendygnn_schedule, scenario_names, scenario_schedule)
+from commgnn.network.congestion import (
+    SCENARIOS,
+    EpochSchedule,
+    NoCongestion,
+    ScenarioSchedule,
+    TimeSchedule,
+    congestion_from_spec,
+    default_congested_traffic,
+    greendygnn_schedule,
+    scenario_names,
+    scenario_schedule,
+)
 from commgnn.network.netem import ALLREDUCE, network_from_spec
 
 
@@ -305,7 +316,7 @@ def test_scenario_default_traffic_is_the_papers_reach():
 @pytest.mark.parametrize("dilation", [None, 4.0])
 def test_network_from_spec_single_link_adds_exactly_the_delay(dilation):
     # no TCP window: a congested RTT would also slow the response's bytes (bytes · RTT / W,
-    # tests/dist/test_tcp_window.py); here the delay alone
+    # tests/network/test_tcp_window.py); here the delay alone
     spec = {"preset": "10gbe", "congestion": {"kind": "scenario", "name": "single-link"},
             "tcp_window_bytes": None}
     if dilation is not None:

@@ -164,7 +164,7 @@ def test_isolated_run_counts_switches_and_batches(chunk_inputs, tmp_path, run_on
                                                   make_spec, read_steps):
     # strict isolation (no halo): the partition is base ∪ swept chunk alone
     spec = make_spec("grappa", epochs=3, system_options={"super_epoch_epochs": 1,
-                                                         "halo_hops": 0},
+                                                         "chunk_halo_hops": 0},
                      network="10gbe")
     out = run_on_tiny(tmp_path, chunk_inputs, spec)
     ds = load_dataset(chunk_inputs[0])
@@ -253,7 +253,7 @@ def test_fullgraph_ablations_and_early_switch(chunk_inputs, tmp_path, run_on_tin
 
     # 50S keeps half the cross-partition edges of a strictly isolated partition
     options = {"remote_edge_fraction": 0.5, "switching": "fixed", "estimator": "none",
-               "halo_hops": 0}
+               "chunk_halo_hops": 0}
     out = run_on_tiny(tmp_path, chunk_inputs, make_spec("grappa", epochs=2,
                                                         system_options=options), name="50s")
     epochs = _epochs(out)
@@ -266,7 +266,7 @@ def test_fullgraph_ablations_and_early_switch(chunk_inputs, tmp_path, run_on_tin
 
     early = _epochs(run_on_tiny(tmp_path, chunk_inputs, make_spec(
         "grappa", epochs=3, system_options={"super_epoch_epochs": 10, "deficit_threshold": 0.0,
-                                            "deficit_patience": 1, "halo_hops": 0}),
+                                            "deficit_patience": 1, "chunk_halo_hops": 0}),
         name="early"))  # strict isolation: a coverage deficit (a halo closes it)
     assert [e["super_epoch"] for e in early] == [0, 1, 2]
 

@@ -12,9 +12,18 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from commgnn.runtime import devices as placement
-from commgnn.runtime.devices import (DevicePlan, Gpu, HostView, agree, confirm, host_view, plan_devices, visible_gpus)
 from commgnn.core.errors import HostError
+from commgnn.runtime import devices as placement
+from commgnn.runtime.devices import (
+    DevicePlan,
+    Gpu,
+    HostView,
+    agree,
+    confirm,
+    host_view,
+    plan_devices,
+    visible_gpus,
+)
 
 
 def gpu(host: str, k: int, index: int | None = None) -> Gpu:
@@ -138,10 +147,10 @@ def test_the_plan_is_described_for_the_summary():
 
 def test_views_must_cover_every_rank_once_and_agree_on_the_setting():
     seen = views(1, 2, 1, "auto", "none")
-    with pytest.raises(ValueError, match="not 0..1"):
+    with pytest.raises(ValueError, match=r"not 0\.\.1"):
         plan_devices([seen[0], seen[0]])
     mixed = [seen[0], HostView(1, "node0", 1, "cpu")]
-    with pytest.raises(ValueError, match="disagree on training.device"):
+    with pytest.raises(ValueError, match=r"disagree on training\.device"):
         plan_devices(mixed)
 
 
@@ -205,7 +214,7 @@ def test_the_view_reads_the_visible_gpus(monkeypatch):
     view = host_view(3, 1, "auto")
     assert view.rank == 3 and view.local_rank == 1 and view.gpus == gpus
     assert host_view(3, 1, "cpu").gpus == ()  # device: cpu looks at no GPU
-    with pytest.raises(HostError, match="training.device: 'tpu'"):
+    with pytest.raises(HostError, match=r"training\.device: 'tpu'"):
         host_view(0, 0, "tpu")
 
 

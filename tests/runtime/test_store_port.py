@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from commgnn.runtime.launcher import START_METHOD_ENV, launch, rendezvous_store
 from commgnn.core.errors import HostError
+from commgnn.runtime.launcher import START_METHOD_ENV, launch, rendezvous_store
 
 pytestmark = pytest.mark.timeout(120)
 
