@@ -18,7 +18,9 @@ def dgl_interpreter(wildcards):
     return shlex.quote(str(found))
 
 
+# (what the runs want, not system_inputs: other fragments' products may not be added yet)
 if workflow.is_main_process and dgl_python() is None and any(
-        "dgl_partition" in system_inputs(s) for s in RUNS.values()):
+        "dgl_partition" in get_system(s.base_system).wants(s.system_options)
+        for s in RUNS.values()):
     _config_failure(HostError(f"runs of this config need the DGL environment: run "
                               f"`{DGL_SETUP}` (or set {DGL_PYTHON_ENV})"))
