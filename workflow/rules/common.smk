@@ -2,6 +2,7 @@
 import json
 from commgnn import cluster
 from commgnn.checks import path_problems, training_host_problems
+from commgnn.core import paths
 from commgnn.core.config import listing
 from commgnn.core.errors import CommgnnError, HostError
 from commgnn.data.sources import needs_network
@@ -55,6 +56,11 @@ onstart:
 
 
 RESULTS = config.get("results_dir", "results")
+
+
+def under(template, **values):
+    """One product's path: a `commgnn.core.paths` template filled, under RESULTS."""
+    return f"{RESULTS}/{paths.fill(template, **values)}"
 #: The repository (the Snakefile's directory); rules fragments live elsewhere, so paths
 #: they name are absolute.
 REPO = Path(workflow.basedir)
@@ -103,13 +109,13 @@ def spec_arg(section, name):
 def downloads(dataset):
     """Download directories a dataset's conversion needs (none for generated sources)."""
     if needs_network(config["datasets"][dataset]):
-        return [f"{RESULTS}/raw/{dataset}"]
+        return [under(paths.RAW, dataset=dataset)]
     return []
 
 
 def all_partitions():
     return expand(
-        f"{RESULTS}/partitions/{{dataset}}/{{partitioning}}",
+        f"{RESULTS}/{paths.PARTITION}",
         dataset=sorted(config["datasets"]),
         partitioning=sorted(config["partitionings"]),
     )
@@ -141,7 +147,7 @@ def _runs_of_another_configuration():
     workflow names these runs and how to retry them."""
     stale = []
     for key, spec in RUNS.items():
-        run_dir = f"{RESULTS}/runs/{key}"
+        run_dir = f"{RESULTS}/{paths.run_dir(key)}"
         recorded = _recorded_settings(run_dir)
         wanted = json.loads(json.dumps({"training": spec.training,
                                         "system_options": spec.system_options,
@@ -159,7 +165,8 @@ if workflow.is_main_process and RUNS:
 
 
 def run_id(w):
-    return f"{w.system}/{w.dataset}/{w.partitioning}/{w.model}_b{w.batch}_{w.network}_s{w.seed}"
+    return paths.fill(paths.RUN_ID, **{k: getattr(w, k) for k in (
+        "system", "dataset", "partitioning", "model", "batch", "network", "seed")})
 
 
 def run_spec_arg(w):
@@ -167,7 +174,7 @@ def run_spec_arg(w):
 
 
 def all_runs():
-    return [f"{RESULTS}/runs/{key}" for key in RUNS]
+    return [f"{RESULTS}/{paths.run_dir(key)}" for key in RUNS]
 
 
 def train_resources(w):
@@ -187,9 +194,8 @@ def train_launch(w, resources):
 # Where the pipeline builds each input a system can declare in `needs`
 # (commgnn.core.declarations.PIPELINE_INPUTS), for one run: name -> path of a run spec.
 PIPELINE_INPUT_PATHS = {
-    "presample": lambda s: (
-        f"{RESULTS}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_s{s.seed}"
-    ),
+    "presample": lambda s: under(paths.PRESAMPLE, dataset=s.dataset,
+                                 partitioning=s.partitioning, batch=s.batch_size, seed=s.seed),
 }  # a system's rules fragment adds the products it declares (systems/<name>/rules.smk)
 
 
@@ -217,7 +223,7 @@ for _key, _spec in RUNS.items():
     if _dilated_auto(_spec):
         _wkey = _workload_key(_spec)
         WORKLOADS.setdefault(_wkey, _spec)
-        RUN_WORKLOAD[_key] = f"{RESULTS}/dilation/{_spec.dataset}/{_wkey}.json"
+        RUN_WORKLOAD[_key] = under(paths.DILATION, dataset=_spec.dataset, workload=_wkey)
 
 
 def workload_spec_arg(w):
@@ -239,8 +245,8 @@ def train_inputs(w):
     spec = RUNS[key]
     probe = {"dilation": RUN_WORKLOAD[key]} if key in RUN_WORKLOAD else {}
     return {
-        "dataset": f"{RESULTS}/datasets/{w.dataset}",
-        "partition": f"{RESULTS}/partitions/{w.dataset}/{w.partitioning}",
+        "dataset": under(paths.DATASET, dataset=w.dataset),
+        "partition": under(paths.PARTITION, dataset=w.dataset, partitioning=w.partitioning),
         **probe,
         **system_inputs(spec),
     }
@@ -261,7 +267,8 @@ def input_args(w, input):
 def presample_epochs(w):
     """Epochs a presample holds: the most any run reading it trains (an experiment's
     `epochs` may exceed `training.epochs`); a run reads the first ones."""
-    path = f"{RESULTS}/presample/{w.dataset}/{w.partitioning}/b{w.batch}_s{w.seed}"
+    path = under(paths.PRESAMPLE, dataset=w.dataset, partitioning=w.partitioning,
+                 batch=w.batch, seed=w.seed)
     epochs = [spec.get("epochs") for spec in RUNS.values()
               if system_inputs(spec).get("presample") == path]
     return max(epochs, default=TRAINING["epochs"])
@@ -308,12 +315,13 @@ SYSTEM_DECLARATIONS = json.dumps(system_declarations(), sort_keys=True)
 # (commgnn.core.declarations.FIGURE_INPUTS) that this config builds: kind -> a function
 # of no argument; a system's rules fragment adds the kinds it makes.
 FIGURE_INPUT_PATHS = {
-    "runs": lambda: [f"{RESULTS}/tables/runs.csv"] if RUNS else [],
-    "partition_stats": lambda: [f"{RESULTS}/tables/partition_stats.csv"],
+    "runs": lambda: [f"{RESULTS}/{paths.RUNS_TABLE}"] if RUNS else [],
+    "partition_stats": lambda: [f"{RESULTS}/{paths.PARTITION_TABLE}"],
     "partitions": all_partitions,
     "run_dirs": all_runs,
     "presamples": all_presamples,
-    "datasets": lambda: [f"{RESULTS}/datasets/{name}" for name in sorted(config["datasets"])],
+    "datasets": lambda: [under(paths.DATASET, dataset=name)
+                         for name in sorted(config["datasets"])],
 }
 
 

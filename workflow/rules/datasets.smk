@@ -8,14 +8,14 @@ localrules:
 
 rule download_dataset:
     output:
-        directory(f"{RESULTS}/raw/{{dataset}}"),
+        directory(f"{RESULTS}/{paths.RAW}"),
     params:
         spec=lambda w: spec_arg("datasets", w.dataset),
         cmd=COMMGNN,
     conda:
         ENV
     log:
-        f"{RESULTS}/logs/download/{{dataset}}.log",
+        f"{RESULTS}/{paths.log_of('download', paths.RAW)}",
     shell:
         "{params.cmd} download --name {wildcards.dataset} --spec {params.spec} "
         "--out {output} > {log} 2>&1"
@@ -25,7 +25,7 @@ rule dataset:
     input:
         raw=lambda w: downloads(w.dataset),
     output:
-        directory(f"{RESULTS}/datasets/{{dataset}}"),
+        directory(f"{RESULTS}/{paths.DATASET}"),
     params:
         spec=lambda w: spec_arg("datasets", w.dataset),
         raw=lambda w, input: f"--raw {input.raw}" if input.raw else "",
@@ -33,9 +33,9 @@ rule dataset:
     conda:
         ENV
     log:
-        f"{RESULTS}/logs/dataset/{{dataset}}.log",
+        f"{RESULTS}/{paths.log_of('dataset', paths.DATASET)}",
     benchmark:
-        f"{RESULTS}/benchmarks/dataset/{{dataset}}.tsv"
+        f"{RESULTS}/{paths.benchmark_of('dataset', paths.DATASET)}"
     resources:
         mem_mb=lambda w, attempt: cluster.dataset_resources(dataset_shape(w.dataset), CLUSTER)[
             "mem_mb"

@@ -3,18 +3,18 @@
 
 rule partition:
     input:
-        f"{RESULTS}/datasets/{{dataset}}",
+        f"{RESULTS}/{paths.DATASET}",
     output:
-        directory(f"{RESULTS}/partitions/{{dataset}}/{{partitioning}}"),
+        directory(f"{RESULTS}/{paths.PARTITION}"),
     params:
         spec=lambda w: spec_arg("partitionings", w.partitioning),
         cmd=COMMGNN,
     conda:
         ENV
     log:
-        f"{RESULTS}/logs/partition/{{dataset}}/{{partitioning}}.log",
+        f"{RESULTS}/{paths.log_of('partition', paths.PARTITION)}",
     benchmark:
-        f"{RESULTS}/benchmarks/partition/{{dataset}}/{{partitioning}}.tsv"
+        f"{RESULTS}/{paths.benchmark_of('partition', paths.PARTITION)}"
     resources:
         mem_mb=lambda w: cluster.partition_resources(dataset_shape(w.dataset), CLUSTER)["mem_mb"],
         runtime=lambda w: cluster.partition_resources(dataset_shape(w.dataset), CLUSTER)["runtime"],
@@ -28,7 +28,7 @@ rule partition_table:
         all_partitions(),
     output:
         report(
-            f"{RESULTS}/tables/partition_stats.csv",
+            f"{RESULTS}/{paths.PARTITION_TABLE}",
             caption="../report/partition_stats.rst",
             category="Partitioning",
         ),
@@ -37,7 +37,7 @@ rule partition_table:
     conda:
         ENV
     log:
-        f"{RESULTS}/logs/tables/partition_stats.log",
+        f"{RESULTS}/{paths.log_of('tables', paths.PARTITION_TABLE)}",
     resources:
         **light_resources(),
     shell:

@@ -4,18 +4,18 @@
 
 rule presample:
     input:
-        dataset=f"{RESULTS}/datasets/{{dataset}}",
-        partition=f"{RESULTS}/partitions/{{dataset}}/{{partitioning}}",
+        dataset=f"{RESULTS}/{paths.DATASET}",
+        partition=f"{RESULTS}/{paths.PARTITION}",
     output:
-        directory(f"{RESULTS}/presample/{{dataset}}/{{partitioning}}/b{{batch}}_s{{seed}}"),
+        directory(f"{RESULTS}/{paths.PRESAMPLE}"),
     params:
         fanouts=",".join(map(str, TRAINING["fanouts"])),
         epochs=presample_epochs,
         cmd=COMMGNN,
     log:
-        f"{RESULTS}/logs/presample/{{dataset}}/{{partitioning}}/b{{batch}}_s{{seed}}.log",
+        f"{RESULTS}/{paths.log_of('presample', paths.PRESAMPLE)}",
     benchmark:
-        f"{RESULTS}/benchmarks/presample/{{dataset}}/{{partitioning}}/b{{batch}}_s{{seed}}.tsv"
+        f"{RESULTS}/{paths.benchmark_of('presample', paths.PRESAMPLE)}"
     threads: 2
     resources:
         mem_mb=lambda w: cluster.presample_resources(

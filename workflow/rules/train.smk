@@ -7,10 +7,7 @@
 # from and the first error of the failed attempt, whose log is kept beside the run's
 # (`<log>.attempt<N>`; Snakemake empties a job's log before each attempt).
 
-TRAIN_LOG = (
-    f"{RESULTS}/logs/train/{{system}}/{{dataset}}/{{partitioning}}/"
-    "{model}_b{batch}_{network}_s{seed}.log"
-)
+TRAIN_LOG = f"{RESULTS}/{paths.log_of('train', paths.RUN)}"
 
 
 rule train:
@@ -20,15 +17,10 @@ rule train:
     # epochs resume from the checkpoint); `commgnn train` replaces it only once the
     # extended run is complete, and Snakemake restores it if the job fails.
     output:
-        update(
-            directory(
-                f"{RESULTS}/runs/{{system}}/{{dataset}}/{{partitioning}}/"
-                "{model}_b{batch}_{network}_s{seed}"
-            )
-        ),
+        update(directory(f"{RESULTS}/{paths.RUN}")),
     params:
         spec=lambda w: run_spec_arg(w),
-        checkpoints=lambda w: f"{RESULTS}/checkpoints/{run_id(w)}",
+        checkpoints=lambda w: f"{RESULTS}/{paths.checkpoints_dir(run_id(w))}",
         inputs=input_args,
         dilation=dilation_arg,
         launch=train_launch,
@@ -36,10 +28,7 @@ rule train:
     log:
         TRAIN_LOG,
     benchmark:
-        (
-            f"{RESULTS}/benchmarks/train/{{system}}/{{dataset}}/{{partitioning}}/"
-            "{model}_b{batch}_{network}_s{seed}.tsv"
-        )
+        f"{RESULTS}/{paths.benchmark_of('train', paths.RUN)}"
     # One task per worker on a cluster; the whole machine on a workstation.
     threads: lambda w: whole_machine(train_resources(w)["cpus_per_task"])
     resources:
@@ -68,15 +57,15 @@ rule train:
 # workers at once: every run of the workload divides by it (time dilation auto).
 rule dilation:
     input:
-        dataset=f"{RESULTS}/datasets/{{dataset}}",
+        dataset=f"{RESULTS}/{paths.DATASET}",
     output:
-        f"{RESULTS}/dilation/{{dataset}}/{{workload}}.json",
+        f"{RESULTS}/{paths.DILATION}",
     params:
         spec=workload_spec_arg,
         launch=lambda w, resources: cluster.srun_prefix(dict(resources.items())),
         cmd=COMMGNN,
     log:
-        f"{RESULTS}/logs/dilation/{{dataset}}/{{workload}}.log",
+        f"{RESULTS}/{paths.log_of('dilation', paths.DILATION)}",
     threads: lambda w: whole_machine(dilation_resources(w)["cpus_per_task"])
     resources:
         tasks=lambda w: dilation_resources(w)["tasks"],
@@ -99,14 +88,14 @@ rule runs_table:
         all_runs(),
     output:
         report(
-            f"{RESULTS}/tables/runs.csv",
+            f"{RESULTS}/{paths.RUNS_TABLE}",
             caption="../report/runs.rst",
             category="Training",
         ),
     params:
         cmd=COMMGNN,
     log:
-        f"{RESULTS}/logs/tables/runs.log",
+        f"{RESULTS}/{paths.log_of('tables', paths.RUNS_TABLE)}",
     resources:
         **light_resources(),
     conda:

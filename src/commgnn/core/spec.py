@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 
 from commgnn.core.errors import ConfigError
+from commgnn.core.paths import RUN_ID, fill
 
 TRAINING_DEFAULTS: dict = {
     "epochs": 3,
@@ -53,8 +54,10 @@ RUN_KEYS = ("system", "dataset", "partitioning", "model", "batch_size", "network
 
 def run_id(system: str, dataset: str, partitioning: str, model: str, batch_size: int,
            network: str, seed: int) -> str:
-    """A run's identity: its directory relative to ``<results>/runs/``."""
-    return f"{system}/{dataset}/{partitioning}/{model}_b{batch_size}_{network}_s{seed}"
+    """A run's identity: its directory relative to ``<results>/runs/``
+    (:data:`commgnn.core.paths.RUN_ID`)."""
+    return fill(RUN_ID, system=system, dataset=dataset, partitioning=partitioning,
+                model=model, batch=batch_size, network=network, seed=seed)
 
 
 @dataclass(frozen=True)
