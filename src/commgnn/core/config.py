@@ -7,32 +7,95 @@ work starts, with the offending key path in the message.
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from commgnn.core.errors import ConfigError
 
-__all__ = ["ConfigError", "listing", "load_config", "read_yaml", "schema", "subschema",
-           "validate"]
+if TYPE_CHECKING:  # imported where used: importing commgnn.core.spec stays quick
+    import jsonschema
+
+__all__ = ["ConfigError", "defaults", "listing", "load_config", "read_yaml", "schema",
+           "subschema", "validate"]
+
+#: libyaml's parser where PyYAML has it (same documents, a tenth of the time)
+_SCHEMA_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    """The pipeline config schema as a dict."""
+    """The pipeline config schema as a dict (parsed once; do not modify it)."""
     text = resources.files("commgnn").joinpath("schemas/config.schema.yaml").read_text()
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=_SCHEMA_LOADER)  # a SafeLoader
 
 
 def subschema(name: str) -> dict:
     """A ``$defs`` entry of the config schema, resolvable on its own."""
     full = schema()
     return {"$defs": full["$defs"], **full["$defs"][name]}
+
+
+def _resolve(node: dict, root: dict) -> dict:
+    """``node``, or the schema its (local, ``#/...``) ``$ref`` points to, transitively."""
+    seen = []
+    while "$ref" in node:
+        ref = node["$ref"]
+        if not ref.startswith("#/") or ref in seen:
+            raise ValueError(f"config schema: cannot follow $ref {ref!r}")
+        seen.append(ref)
+        node = root
+        for part in ref[2:].split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def defaults(where: str, schema_dict: dict | None = None, *,
+             unset: Iterable[str] = ()) -> dict:
+    """The defaults the schema writes for the properties of one object, in the schema's
+    order: the ``default`` of each property that has one, as Snakemake fills them in (a
+    ``default`` beside the property's ``$ref``; one inside the referenced schema is not
+    the property's). A ``number`` property's integer default is a float (YAML writes
+    ``60`` for 60.0). Properties named in ``unset`` (which must have no default) are
+    included as None: settings whose absence is their default.
+
+    ``where`` is a ``$defs`` name (``"training"``, ``"control_policy"``) or a dotted path
+    of properties from the top level (``"cluster"``, ``"control.calibration"``; ``""``:
+    the top level), following every ``$ref``. A fresh deep copy each call: the lists in
+    it may be changed freely."""
+    root = schema() if schema_dict is None else schema_dict
+    if where in root.get("$defs", {}):
+        node = _resolve(root["$defs"][where], root)
+    else:
+        node = _resolve(root, root)
+        for name in where.split(".") if where else ():
+            try:
+                node = _resolve(node["properties"][name], root)
+            except KeyError:
+                raise ValueError(f"config schema: no object {where!r}") from None
+    properties = node.get("properties", {})
+    unset = set(unset)
+    wrong = sorted(name for name in unset
+                   if name not in properties or "default" in properties[name])
+    if wrong:
+        raise ValueError(f"config schema: {where}: unset names {wrong}, which are no "
+                         f"properties without a default")
+    out = {}
+    for name, prop in properties.items():
+        if "default" in prop:
+            value = copy.deepcopy(prop["default"])
+            if prop.get("type") == "number" and type(value) is int:
+                value = float(value)
+            out[name] = value
+        elif name in unset:
+            out[name] = None
+    return out
 
 
 def _key_path(prefix: str, error: jsonschema.ValidationError) -> str:
@@ -58,6 +121,8 @@ def listing(problems: list[str]) -> str:
 
 def validate(data: Any, schema_dict: dict | None = None, prefix: str = "config") -> None:
     """Validate ``data``; raise :class:`ConfigError` listing every problem by key path."""
+    import jsonschema  # deferred: ~70 ms, which importing the run spec need not pay
+
     validator_cls = jsonschema.validators.validator_for(schema_dict or schema())
     validator = validator_cls(schema_dict or schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))

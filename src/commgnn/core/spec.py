@@ -10,39 +10,18 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from commgnn.core.config import defaults
 from commgnn.core.errors import ConfigError
 from commgnn.core.paths import RUN_ID, fill
 
-TRAINING_DEFAULTS: dict = {
-    "epochs": 3,
-    "fanouts": [10, 25],
-    "hidden": 128,
-    "heads": 4,
-    "dropout": 0.5,
-    "lr": 0.003,
-    "weight_decay": 0.0,
-    "eval_every": 1,
-    "eval_max_nodes": 2000,
-    "eval_fanouts": None,
-    "device": "auto",
-    "transport": "auto",
-    "master_addr": "127.0.0.1",
-    "master_port": 0,
-    "interface": None,
-    "rpc_timeout_s": 60.0,
-    "collective_timeout_s": 60.0,
-    "checkpoint": True,
-    "resume": True,
-}
+#: The ``training`` section's defaults, from the config schema (its one source);
+#: ``eval_fanouts`` and ``interface`` have none there: None, not set.
+TRAINING_DEFAULTS: dict = defaults("training", unset=("eval_fanouts", "interface"))
 
 NETWORK_PRESET_NAMES = ("none", "1gbe", "10gbe", "25gbe")
 
-EXPERIMENT_DEFAULTS: dict = {
-    "models": ["sage"],
-    "batch_sizes": [1024],
-    "networks": ["none"],
-    "seeds": [0],
-}
+#: An ``experiments`` entry's defaults, from the config schema.
+EXPERIMENT_DEFAULTS: dict = defaults("experiment")
 
 
 #: The training settings a named model (``models.<name>``) may override.

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from commgnn.core.config import defaults
 from commgnn.core.files import write_json_atomic
 from commgnn.core.provenance import check_inputs, rebuild_hint
 from commgnn.core.spec import RunSpec
@@ -64,14 +65,10 @@ from commgnn.systems.greendygnn.workload import (
 
 log = logging.getLogger(__name__)
 
-#: Defaults of the ``control.calibration`` config section.
-CALIBRATION_DEFAULTS: dict[str, Any] = {
-    "epochs": 1, "windows": [1, 4, 16, 64], "table_epochs": 2,
-    "rpc_rows": [100, 1000, 4000, 16000], "rpc_delays_ms": [0, 10, 25], "rpc_repeats": 3,
-}
-#: Defaults of the ``control.validation`` config section.
-VALIDATION_DEFAULTS: dict[str, Any] = {"epochs": 1, "windows": [2, 8, 32],
-                                       "delays_ms": [0, 10, 25]}
+#: Defaults of the ``control.calibration`` config section (from the config schema).
+CALIBRATION_DEFAULTS: dict[str, Any] = defaults("control_calibration")
+#: Defaults of the ``control.validation`` config section (from the config schema).
+VALIDATION_DEFAULTS: dict[str, Any] = defaults("control_validation")
 
 
 def input_fingerprints(paths: dict[str, str]) -> dict[str, str]:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from commgnn.core.config import defaults
 from commgnn.core.errors import InputError
 from commgnn.core.files import write_json_atomic
 from commgnn.core.progress import Progress
@@ -38,11 +40,11 @@ from commgnn.systems.greendygnn.dqn import (
 )
 from commgnn.systems.greendygnn.simulator import ARCHETYPES, SimEnv, random_profile
 
-#: Defaults of the ``control.policy`` config section (the environment's; the rest of the
-#: section is :class:`DQNConfig`).
-POLICY_DEFAULTS: dict[str, Any] = {"episode_epochs": 30, "switch_penalty": 0.001,
-                                   "obs_noise": 0.05, "energy_noise": 0.02,
-                                   "reference_window": 16, "eval_profiles": 20}
+#: Defaults of the ``control.policy`` config section (from the config schema): the
+#: environment's, i.e. all but :class:`DQNConfig`'s fields (the rest of the section).
+POLICY_DEFAULTS: dict[str, Any] = {
+    key: value for key, value in defaults("control_policy").items()
+    if key not in {f.name for f in fields(DQNConfig)}}
 ENV_KEYS = tuple(POLICY_DEFAULTS)
 
 log = logging.getLogger(__name__)
