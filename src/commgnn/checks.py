@@ -403,22 +403,12 @@ def _silent_congestion_problems(where: str, spec: dict,
 def _silent_cause(congestion: dict, epochs: int) -> tuple[str, str]:
     """``<key>: <value>`` of the setting that keeps a congestion schedule from firing in
     an ``epochs``-epoch run (:func:`_silent_congestion_problems`), and why, if not plain."""
-    from commgnn.network.congestion import GREENDYGNN_WARMUP_EPOCHS, SCENARIO_ONSET_EPOCH
+    from commgnn.network.congestion import BUILT_IN, congestion_kind
 
     kind = congestion["kind"]
-    delay = congestion.get("delay_ms")
-    if kind in ("scenario", "greendygnn") and delay is not None and \
-            not any(float(d) > 0 for d in (delay if isinstance(delay, list) else [delay])):
-        return f"delay_ms: {delay!r}", ": no delay"
-    if kind in ("scenario", "greendygnn"):
-        key, default = (("onset_epoch", SCENARIO_ONSET_EPOCH) if kind == "scenario"
-                        else ("warmup_epochs", GREENDYGNN_WARMUP_EPOCHS))
-        first = congestion.get(key, default)
-        cause = f"{key}: {first!r}" + ("" if key in congestion else " (the default)")
-        if first == epochs - 1 and congestion.get("final_clean", True):
-            return cause, (": its first congested epoch is the final one, which "
-                           "final_clean keeps clean")
-        return cause, ""
+    if kind not in BUILT_IN:  # a registered kind says it (e.g. GreenDyGNN's presets)
+        cause = congestion_kind(kind).silent_cause
+        return cause(congestion, epochs) if cause is not None else (f"kind: {kind}", "")
     if kind == "epochs":
         table = sorted(int(e) for e in congestion.get("table") or {})
         if all(e >= epochs for e in table) and not congestion.get("period"):
@@ -445,15 +435,14 @@ def _machines(spec: dict, workers: int) -> int:
 
 
 def _congestion_problems(where: str, spec: dict, workers: int) -> list[str]:
+    from commgnn.network.congestion import BUILT_IN, congestion_kind
+
     congestion = spec.get("congestion") or {}
     machines = _machines(spec, workers)
     named: list[tuple[str, int]] = []
     kind = congestion.get("kind")
-    if kind == "scenario":
-        named = [(f"nodes[{i}]", n) for i, n in enumerate(congestion.get("nodes") or [])]
-    elif kind == "greendygnn":
-        named = [(f"exclude_nodes[{i}]", n)
-                 for i, n in enumerate(congestion.get("exclude_nodes") or [])]
+    if kind is not None and kind not in BUILT_IN:  # a registered kind names its own
+        named = congestion_kind(kind).named_nodes(congestion)
     elif kind == "epochs":
         named = [(f"table.{epoch}.{node}", int(node))
                  for epoch, row in (congestion.get("table") or {}).items() for node in row]

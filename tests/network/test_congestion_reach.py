@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from commgnn.network import netem
-from commgnn.network.congestion import PAPER_REACH, default_congested_traffic, reach_label
+from commgnn.network.congestion import default_congested_traffic, reach_label
 from commgnn.network.netem import network_from_spec
+from commgnn.systems.greendygnn.congestion import PAPER_REACH
 
 ROOT = Path(__file__).parents[2]
 #: Every traffic class the emulator knows.

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from commgnn.network.congestion import EpochSchedule, TimeSchedule, greendygnn_schedule
+from commgnn.network.congestion import EpochSchedule, TimeSchedule
 from commgnn.network.netem import (
     ALLREDUCE,
     FETCH,
@@ -23,6 +23,7 @@ from commgnn.network.netem import (
     ring_allreduce_bytes,
     ring_allreduce_messages,
 )
+from commgnn.systems.greendygnn.congestion import greendygnn_schedule
 
 
 def test_link_model_arithmetic():
