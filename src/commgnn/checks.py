@@ -31,8 +31,17 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+from commgnn.cluster import dataset_shape
 from commgnn.core.config import listing
 from commgnn.core.errors import ConfigError, HostError
+from commgnn.core.spec import EXPERIMENT_DEFAULTS, TRAINING_DEFAULTS, network_spec, split_model
+from commgnn.network.congestion import (
+    BUILT_IN,
+    NoCongestion,
+    TimeSchedule,
+    congestion_kind,
+    default_congested_traffic,
+)
 
 #: Timeouts below this cannot cover the workers' start-up spread (a 2-worker run on the
 #: 600-node tiny dataset failed at rendezvous with 0.05 s and passed with 0.3 s here).
@@ -70,11 +79,11 @@ def dataset_problems(name: str, spec: dict) -> list[str]:
     source = spec.get("source")
     try:
         if source == "synthetic":
-            from commgnn.data.synthetic import resolve_synthetic_spec
+            from commgnn.data.synthetic import resolve_synthetic_spec  # deferred: imports numpy
 
             resolve_synthetic_spec(spec)
         elif source == "rmat":
-            from commgnn.data.rmat import resolve_rmat_spec
+            from commgnn.data.rmat import resolve_rmat_spec  # deferred: imports numpy
 
             resolve_rmat_spec(spec)
     except ValueError as exc:
@@ -92,7 +101,6 @@ def _dataset_problems(config: dict) -> list[str]:
 def _nodes(config: dict) -> dict[str, int]:
     """Node counts of the datasets whose size the config fixes (valid generators, public
     datasets)."""
-    from commgnn.cluster import dataset_shape
 
     counts = {}
     for name, spec in config.get("datasets", {}).items():
@@ -108,7 +116,7 @@ def _nodes(config: dict) -> dict[str, int]:
 def _partitioning_problems(config: dict) -> list[str]:
     """Each partitioning's own constraints (:func:`commgnn.partition.core.normalize_spec`),
     and no more parts or chunks than any dataset has nodes."""
-    from commgnn.partition.core import normalize_spec
+    from commgnn.partition.core import normalize_spec  # deferred: imports numpy, pymetis, scipy
 
     problems = []
     nodes = _nodes(config)
@@ -128,7 +136,6 @@ def _partitioning_problems(config: dict) -> list[str]:
 def _training_node_problems(config: dict) -> list[str]:
     """Every worker needs training nodes of its own: a dataset trained with P parts needs
     at least P of them (necessary, not sufficient: the partition decides)."""
-    from commgnn.cluster import dataset_shape
 
     problems = []
     datasets, partitionings = config.get("datasets", {}), config.get("partitionings", {})
@@ -151,8 +158,6 @@ def _training_node_problems(config: dict) -> list[str]:
 
 
 def _experiment_items(config: dict) -> Iterator[tuple[int, dict]]:
-    from commgnn.core.spec import EXPERIMENT_DEFAULTS
-
     for index, experiment in enumerate(config.get("experiments") or []):
         yield index, {**EXPERIMENT_DEFAULTS, **experiment}
 
@@ -161,7 +166,6 @@ def _reference_problems(config: dict) -> list[str]:
     """Names that must be defined: ``control.network``, a network of the experiment
     matrix when a run gets the pipeline's policy (the workflow calibrates those runs'
     workload on a run of the matrix that uses it)."""
-    from commgnn.core.spec import network_spec
 
     control_network = (config.get("control") or {}).get("network")
     if control_network is None:
@@ -184,7 +188,7 @@ def _reference_problems(config: dict) -> list[str]:
 def _policy_experiments(config: dict) -> list[int]:
     """The experiments with a system that gets the pipeline's policy
     (``System.wants``)."""
-    from commgnn.systems.registry import resolve_system
+    from commgnn.systems.registry import resolve_system  # deferred: imports numpy, torch
 
     indices = []
     for index, experiment in _experiment_items(config):
@@ -202,8 +206,7 @@ def _policy_experiments(config: dict) -> list[int]:
 def _model_problems(config: dict) -> list[str]:
     """Named models (``models.<name>``) that cannot be built, and experiment models that
     are neither built-ins nor named."""
-    from commgnn.core.spec import split_model
-    from commgnn.models.gnn import MODEL_NAMES
+    from commgnn.models.gnn import MODEL_NAMES  # deferred: imports numpy, torch
 
     named = config.get("models") or {}
     problems = []
@@ -225,7 +228,7 @@ def named_model_problems(name: str, entry: dict) -> list[str]:
     is not a ``torch_geometric.nn`` convolution or does not take bipartite input, ``args``
     its class rejects. ``conv`` and ``args`` are checked for real: the layer (or the
     built-in model) is constructed with small sizes and run on a tiny bipartite block."""
-    from commgnn.models.gnn import _ALIASES, MODEL_NAMES
+    from commgnn.models.gnn import _ALIASES, MODEL_NAMES  # deferred: imports numpy, torch
 
     where = f"models.{name}"
     if name in _ALIASES:
@@ -234,7 +237,7 @@ def named_model_problems(name: str, entry: dict) -> list[str]:
         return [f"{where}: needs exactly one of 'model' (a built-in: "
                 f"{', '.join(MODEL_NAMES)}) and 'conv' (a torch_geometric.nn convolution)"]
     if "conv" in entry:
-        from commgnn.models.pyg import conv_problem
+        from commgnn.models.pyg import conv_problem  # deferred: imports numpy, torch
 
         found = conv_problem(entry["conv"], entry.get("args"))
         return [f"{where}.{found[0]}: {found[1]}"] if found else []
@@ -252,10 +255,10 @@ def named_model_problems(name: str, entry: dict) -> list[str]:
 def _builtin_args_problem(builtin: str, args: dict) -> str | None:
     """Why the built-in ``builtin`` cannot be built with ``args`` and run on two tiny
     blocks, or None."""
-    import torch
+    import torch  # deferred: imports torch
 
-    from commgnn.core.blocks import Block
-    from commgnn.models.gnn import build_model
+    from commgnn.core.blocks import Block  # deferred: imports numpy, torch
+    from commgnn.models.gnn import build_model  # deferred: imports numpy, torch
 
     blocks = [Block(num_src=4, num_dst=3, indptr=torch.tensor([0, 2, 3, 4]),
                     indices=torch.tensor([1, 3, 0, 2])),
@@ -276,7 +279,6 @@ def _builtin_args_problem(builtin: str, args: dict) -> str | None:
 
 def _model_depths(config: dict) -> dict[str, int]:
     """Every experiment model's depth: its suffix, else the length of ``fanouts``."""
-    from commgnn.core.spec import TRAINING_DEFAULTS, split_model
 
     fanouts = (config.get("training") or {}).get("fanouts", TRAINING_DEFAULTS["fanouts"])
     depths = {}
@@ -338,7 +340,7 @@ def _network_problems(config: dict) -> list[str]:
     """Links and congested machines that exist for every worker count the network runs
     with, a schedule the emulator can build, and a congestion schedule that delays some
     traffic within every run length it is used with."""
-    from commgnn.network.netem import network_from_spec
+    from commgnn.network.netem import network_from_spec  # deferred: imports numpy
 
     epochs = (config.get("training") or {}).get("epochs", 3)
     problems = []
@@ -369,8 +371,7 @@ def _silent_congestion_problems(where: str, spec: dict,
     workers) it is used with: its onset or warm-up at or past the run's end (or on the
     final epoch that ``final_clean`` keeps clean), an epoch table of later epochs only,
     zero delays, no traffic class. The ``clean`` scenario is a control: exempt."""
-    from commgnn.network.congestion import NoCongestion, TimeSchedule, default_congested_traffic
-    from commgnn.network.netem import network_from_spec
+    from commgnn.network.netem import network_from_spec  # deferred: imports numpy
 
     congestion = spec.get("congestion") or {}
     if congestion.get("kind", "none") == "none" or congestion.get("name") == "clean":
@@ -403,7 +404,6 @@ def _silent_congestion_problems(where: str, spec: dict,
 def _silent_cause(congestion: dict, epochs: int) -> tuple[str, str]:
     """``<key>: <value>`` of the setting that keeps a congestion schedule from firing in
     an ``epochs``-epoch run (:func:`_silent_congestion_problems`), and why, if not plain."""
-    from commgnn.network.congestion import BUILT_IN, congestion_kind
 
     kind = congestion["kind"]
     if kind not in BUILT_IN:  # a registered kind says it (e.g. GreenDyGNN's presets)
@@ -435,8 +435,6 @@ def _machines(spec: dict, workers: int) -> int:
 
 
 def _congestion_problems(where: str, spec: dict, workers: int) -> list[str]:
-    from commgnn.network.congestion import BUILT_IN, congestion_kind
-
     congestion = spec.get("congestion") or {}
     machines = _machines(spec, workers)
     named: list[tuple[str, int]] = []
@@ -459,8 +457,7 @@ def _timeout_problems(config: dict) -> list[str]:
     """Timeouts under :data:`MIN_TIMEOUT_S`, and RPC/collective timeouts no longer than
     one empty round trip (all-reduce) on a network an experiment runs on, at its fixed time
     dilation (``auto``: at least 1)."""
-    from commgnn.core.spec import TRAINING_DEFAULTS, network_spec
-    from commgnn.network.netem import network_from_spec
+    from commgnn.network.netem import network_from_spec  # deferred: imports numpy
 
     training = {**TRAINING_DEFAULTS, **(config.get("training") or {})}
     problems = [f"training.{key}: {training[key]}: shorter than {MIN_TIMEOUT_S} s, which "
@@ -523,7 +520,7 @@ def path_problems(config: dict) -> list[str]:
 
 def _system_path_problems(config: dict) -> list[str]:
     """Files the options of each ``systems`` entry name (``System.path_problems``)."""
-    from commgnn.systems.registry import resolve_system
+    from commgnn.systems.registry import resolve_system  # deferred: imports numpy, torch
 
     problems = []
     for name in config.get("systems") or {}:
@@ -566,7 +563,6 @@ def training_host_problems(training: dict, rendezvous: bool = True) -> list[str]
     """Whether this host has the ``training`` section's interface and device and, with
     ``rendezvous`` (the local launcher serves it here), its master address and fixed master
     port. Run where the workers start (``commgnn train``)."""
-    from commgnn.core.spec import TRAINING_DEFAULTS
 
     settings = {**TRAINING_DEFAULTS, **training}
     problems = []
@@ -597,7 +593,7 @@ def training_host_problems(training: dict, rendezvous: bool = True) -> list[str]
 
 def _device_problems(device: str) -> list[str]:
     if device == "cuda":
-        import torch
+        import torch  # deferred: imports torch
 
         if not torch.cuda.is_available():
             return ["training.device: 'cuda': this host has no usable CUDA device"]
@@ -606,7 +602,7 @@ def _device_problems(device: str) -> list[str]:
 
 def _local_addresses() -> dict[str, list[str]]:
     """Interface name → its IPv4/IPv6 addresses."""
-    import psutil
+    import psutil  # deferred: imports psutil
 
     return {name: [a.address.split("%")[0] for a in entries
                    if a.family in (socket.AF_INET, socket.AF_INET6)]

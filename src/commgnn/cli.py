@@ -18,19 +18,25 @@ import sys
 import time
 from pathlib import Path
 
-from commgnn.catalog import system_commands
+from commgnn.catalog import figure_module, system_commands, system_declarations
+from commgnn.checks import dataset_problems, host_problems, training_host_problems
 from commgnn.core import config as cfg
 from commgnn.core.config import section_arg
-from commgnn.core.errors import CommgnnError, HostError, InputError
+from commgnn.core.errors import CommgnnError, HostError, InputError, NotApplicable
 from commgnn.core.files import write_csv
+from commgnn.core.spec import RunSpec
+from commgnn.core.testbed import generator_of
+from commgnn.experiments import expand_experiments
+from commgnn.report.palette import use_declarations
+from commgnn.report.status import render, run_statuses
+from commgnn.runtime.heartbeat import failed_attempt_error
+from commgnn.runtime.launcher import external_env, prestart_fork_server
+from commgnn.train.walltime import process_start
 
 log = logging.getLogger("commgnn")
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
-    from commgnn.checks import host_problems
-    from commgnn.experiments import expand_experiments
-
     config = cfg.load_config(args.config)
     try:
         runs = expand_experiments(config)  # names, system options, cross-field constraints
@@ -44,17 +50,15 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 
 def cmd_systems(args: argparse.Namespace) -> None:
-    from commgnn.systems.registry import discover
+    from commgnn.systems.registry import discover  # deferred: imports numpy, torch
 
     for _, cls in sorted(discover().items()):
         print("\n".join(cls.describe()))
 
 
 def cmd_dataset(args: argparse.Namespace) -> None:
-    from commgnn.checks import dataset_problems
-    from commgnn.core.testbed import generator_of
-    from commgnn.data.sources import build_dataset
-    from commgnn.data.store import write_dataset
+    from commgnn.data.sources import build_dataset  # deferred: imports numpy
+    from commgnn.data.store import write_dataset  # deferred: imports numpy
 
     spec = section_arg(args.spec, "dataset", f"datasets.{args.name}")
     problems = dataset_problems(args.name, spec)
@@ -70,13 +74,14 @@ def cmd_dataset(args: argparse.Namespace) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> None:
-    from commgnn.data.sources import download
+    from commgnn.data.sources import download  # deferred: imports numpy
 
     spec = section_arg(args.spec, "dataset", f"datasets.{args.name}")
     download(spec, args.out)
 
 
 def cmd_partition_table(args: argparse.Namespace) -> None:
+    # deferred: imports numpy, pandas, pymetis, scipy, torch
     from commgnn.report.tables import partition_table
 
     frame = partition_table(args.partitions)
@@ -85,6 +90,7 @@ def cmd_partition_table(args: argparse.Namespace) -> None:
 
 
 def cmd_runs_table(args: argparse.Namespace) -> None:
+    # deferred: imports numpy, pandas, pymetis, scipy, torch
     from commgnn.report.tables import runs_table
 
     _require(args.runs, "summary.json")
@@ -94,8 +100,6 @@ def cmd_runs_table(args: argparse.Namespace) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> None:
-    from commgnn.report.status import render, run_statuses
-
     if not args.results.is_dir():
         raise InputError(f"{args.results}: no results directory")
     statuses = run_statuses(args.results)
@@ -114,15 +118,13 @@ def _require(paths: list[Path], member: str | None = None) -> None:
 
 
 def cmd_dilation(args: argparse.Namespace) -> None:
-    from commgnn.core.spec import RunSpec
-    from commgnn.runtime.launcher import external_env, prestart_fork_server
-
     try:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
         raise cfg.ConfigError(f"--spec: not a run spec ({exc})") from exc
     if external_env() is None:
         prestart_fork_server("commgnn.train.dilation")
+    # deferred: imports numba, numpy, torch
     from commgnn.train.dilation import PROBE_STEPS_WORKLOAD, probe_workload
     if not (args.dataset / "meta.json").is_file():
         raise InputError(f"{args.dataset / 'meta.json'}: missing")
@@ -141,10 +143,6 @@ def _attempt_number(text: str) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from commgnn.core.spec import RunSpec
-    from commgnn.runtime.heartbeat import failed_attempt_error
-    from commgnn.runtime.launcher import external_env, prestart_fork_server
-
     try:
         spec = RunSpec.from_json(args.spec)
     except (ValueError, TypeError) as exc:
@@ -153,10 +151,10 @@ def cmd_train(args: argparse.Namespace) -> None:
         # Before this process imports torch: the server's imports (the workers') overlap
         # this process's own. It idles for a system that trains outside commgnn's loop.
         prestart_fork_server("commgnn.train.loop")
-    from commgnn.checks import training_host_problems
-    from commgnn.systems.registry import get_system
+    from commgnn.systems.registry import get_system  # deferred: imports numpy, torch
+
+    # deferred: imports numba, numpy, pandas, pymetis, scipy, torch
     from commgnn.train.loop import RunPaths, probe_arg, run
-    from commgnn.train.walltime import process_start
     given = {key: value for key, value in spec.training.items() if value is not None}
     cfg.validate(given, cfg.subschema("training"), prefix="--spec training")
     if isinstance(spec.network_spec, dict):
@@ -186,6 +184,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_presample(args: argparse.Namespace) -> None:
+    # deferred: imports numba, numpy, pymetis, scipy, torch
     from commgnn.sampling.presample import presample
 
     try:
@@ -201,14 +200,10 @@ def cmd_presample(args: argparse.Namespace) -> None:
 
 
 def cmd_figure(args: argparse.Namespace) -> None:
-    from commgnn.catalog import figure_module
-
     module = figure_module(args.name)  # ConfigError for an unknown name
     _require(args.inputs)
-    from commgnn.report.palette import use_declarations
 
     if args.systems is None:  # read from the systems themselves (imports them)
-        from commgnn.catalog import system_declarations
 
         use_declarations(system_declarations())
     else:
@@ -220,13 +215,14 @@ def cmd_figure(args: argparse.Namespace) -> None:
                                                      for d in declared.values()):
             raise cfg.ConfigError("--systems: expected {system: {colour, figure_labels}}")
         use_declarations(declared)
-    from commgnn.core.errors import NotApplicable
+    # deferred: imports pandas
     from commgnn.report.figure_tables import figure_table, not_applicable_table
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         data = module.make(args.inputs, args.out)
     except NotApplicable as exc:  # the runs lack what it needs: drawn and written as such
+        # deferred: imports matplotlib, numpy, pandas, pymetis, scipy
         from commgnn.report.figures.plotting import save_not_applicable
 
         log.warning("figure %s does not apply to these runs: %s", args.name, exc)
@@ -236,7 +232,9 @@ def cmd_figure(args: argparse.Namespace) -> None:
 
 
 def cmd_partition(args: argparse.Namespace) -> None:
-    from commgnn.data.store import load_dataset
+    from commgnn.data.store import load_dataset  # deferred: imports numpy
+
+    # deferred: imports numpy, pymetis, scipy
     from commgnn.partition import partition_graph, write_partition
 
     spec = section_arg(args.spec, "partitioning", f"partitionings.{args.name}")

@@ -71,14 +71,14 @@ def dataset_shape(spec: dict) -> DatasetShape:
     """The shape of the dataset ``spec`` (a validated ``datasets.<name>`` entry)."""
     source = spec["source"]
     if source == "synthetic":
-        from commgnn.data.synthetic import resolve_synthetic_spec
+        from commgnn.data.synthetic import resolve_synthetic_spec  # deferred: imports numpy
 
         p = resolve_synthetic_spec(spec)
         nodes = int(p["nodes"])
         return DatasetShape(nodes, int(nodes * float(p["avg_degree"])), int(p["feature_dim"]),
                             int(nodes * float(p["split"]["train"])))
     if source == "rmat":
-        from commgnn.data.rmat import resolve_rmat_spec
+        from commgnn.data.rmat import resolve_rmat_spec  # deferred: imports numpy
 
         p = resolve_rmat_spec(spec)
         nodes = 2 ** int(p["scale"])

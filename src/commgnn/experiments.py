@@ -3,8 +3,12 @@ system's declarations (the application layer: it reads the systems' registry).""
 
 from __future__ import annotations
 
+import inspect
 import itertools
 
+from commgnn.checks import config_problems
+from commgnn.cluster import dataset_shape
+from commgnn.core.config import ConfigError, listing
 from commgnn.core.spec import (
     EXPERIMENT_DEFAULTS,
     MODEL_OVERRIDES,
@@ -18,8 +22,7 @@ from commgnn.core.spec import (
 def model_options(config: dict, model: str, where: str) -> dict:
     """The ``models`` entry ``model`` (depth suffix aside) names, ``{}`` for a built-in;
     ConfigError naming ``where`` when it is neither."""
-    from commgnn.core.config import ConfigError
-    from commgnn.models.gnn import MODEL_NAMES
+    from commgnn.models.gnn import MODEL_NAMES  # deferred: imports numpy, torch
 
     base = split_model(model)[0]
     named = config.get("models") or {}
@@ -37,7 +40,6 @@ def model_training(training: dict, model: str, where: str,
     entry: ``hidden``, ``heads``, ``dropout``) replace the shared settings, and a depth
     suffix takes its fan-outs from ``depth_fanouts`` (ConfigError naming ``where`` when they
     are missing)."""
-    from commgnn.core.config import ConfigError
 
     overrides = {k: options[k] for k in MODEL_OVERRIDES if k in (options or {})}
     if overrides:
@@ -65,8 +67,7 @@ def expand_experiments(config: dict) -> list[RunSpec]:
     ``system_options`` are its system's resolved options (defaults filled in, ``system``
     naming the implementation). Raises :class:`~commgnn.core.config.ConfigError`.
     """
-    from commgnn.checks import config_problems
-    from commgnn.core.config import ConfigError, listing
+    # deferred: imports numpy, torch
     from commgnn.systems.registry import check_config, resolve_system
 
     check_config(config)
@@ -119,10 +120,8 @@ def _run_problems(config: dict, runs: list[RunSpec], experiment_of: dict[str, in
     shape where the config fixes it), each line followed by where it comes from: the
     experiment and the run (``run X and N other runs`` when a problem repeats over an
     experiment's cells)."""
-    import inspect
 
-    from commgnn.cluster import dataset_shape
-    from commgnn.systems.registry import get_system
+    from commgnn.systems.registry import get_system  # deferred: imports numpy, torch
 
     shapes = {}
     for name, entry in (config.get("datasets") or {}).items():

@@ -19,6 +19,7 @@ and the time limit (``MaxCPUsPerNode``, QOS and association limits) are not read
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -391,8 +392,6 @@ def uses_slurm(workflow) -> bool:
 
 
 def _auto_select(workflow) -> bool:
-    import os
-
     settings = getattr(workflow, "executor_settings", None)
     return bool(getattr(settings, "partition_config", None)
                 or os.environ.get("SNAKEMAKE_SLURM_PARTITIONS"))

@@ -95,7 +95,7 @@ def download_ogb(name: str, root: str | Path, url: str | None = None) -> Path:
     directory. Any failure (no network, bad archive) raises :class:`DatasetError`; nothing
     partial is left at the target directory.
     """
-    from ogb.utils.url import download_url, extract_zip
+    from ogb.utils.url import download_url, extract_zip  # deferred: imports ogb
 
     meta = ogb_meta(name)
     url = url or meta["url"]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from commgnn.data import reddit
+from commgnn.data.rmat import generate_rmat
 from commgnn.data.store import GraphDataset
+from commgnn.data.synthetic import generate_synthetic
 
 
 def build_dataset(name: str, spec: dict, raw_dir: Path | None = None) -> GraphDataset:
@@ -15,23 +18,20 @@ def build_dataset(name: str, spec: dict, raw_dir: Path | None = None) -> GraphDa
     """
     source = spec["source"]
     if source == "synthetic":
-        from commgnn.data.synthetic import generate_synthetic
 
         return generate_synthetic(spec, name=name)
     if source == "rmat":
-        from commgnn.data.rmat import generate_rmat
 
         return generate_rmat(spec, name=name)
     if source == "planetoid":
-        from commgnn.data.planetoid import load_planetoid
+        from commgnn.data.planetoid import load_planetoid  # deferred: imports scipy
 
         return load_planetoid(spec["name"], Path(spec["path"]))
     if source == "ogb":
-        from commgnn.data.ogb_source import load_ogb
+        from commgnn.data.ogb_source import load_ogb  # deferred: imports pandas
 
         return load_ogb(spec["name"], raw_dir or Path(spec.get("root", "data/ogb")))
     if source == "reddit":
-        from commgnn.data import reddit
 
         kwargs = {k: spec[k] for k in ("url", "sha256") if k in spec}
         return reddit.load_reddit(raw_dir or Path(spec.get("root", "data/reddit")), **kwargs)
@@ -46,11 +46,10 @@ def needs_network(spec: dict) -> bool:
 def download(spec: dict, raw_dir: Path) -> Path:
     """Fetch a network source's raw files into ``raw_dir`` (verified, then converted later)."""
     if spec["source"] == "ogb":
-        from commgnn.data.ogb_source import download_ogb
+        from commgnn.data.ogb_source import download_ogb  # deferred: imports pandas
 
         return download_ogb(spec["name"], raw_dir)
     if spec["source"] == "reddit":
-        from commgnn.data import reddit
 
         kwargs = {k: spec[k] for k in ("url", "sha256") if k in spec}
         return reddit.download_reddit(raw_dir, **kwargs)

@@ -30,7 +30,7 @@ DEFAULT_SAMPLE_INTERVAL_S = 0.05
 
 
 def _pynvml() -> Any:
-    import pynvml
+    import pynvml  # deferred: imports pynvml
 
     return pynvml
 

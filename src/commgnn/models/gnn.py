@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from commgnn.core.blocks import Block
+from commgnn.models import pyg
 from commgnn.models.layers import GATConv, GCNConv, SAGEConv
 
 __all__ = ["GAT", "GCN", "MODEL_NAMES", "PYG_MODELS", "BlockGNN", "GraphSAGE", "build_model"]
@@ -136,7 +137,6 @@ def build_model(name: str, in_dim: int, hidden_dim: int, out_dim: int, num_layer
         return GCN(in_dim, hidden_dim, out_dim, num_layers, dropout, **kwargs)
     if key == "gat":
         return GAT(in_dim, hidden_dim, out_dim, num_layers, dropout, heads=heads, **kwargs)
-    from commgnn.models import pyg
 
     cls = {"deepgcn": pyg.DeepGCN, "film": pyg.FiLM, "conv": pyg.ConvGNN}[key]
     return cls(in_dim, hidden_dim, out_dim, num_layers, dropout, heads=heads, **kwargs)

@@ -37,7 +37,7 @@ __all__ = ["ConvGNN", "DeepGCN", "FiLM", "conv_class", "conv_problem", "pyg"]
 @functools.cache
 def pyg():
     """``torch_geometric.nn``, imported on first use."""
-    import torch_geometric.nn
+    import torch_geometric.nn  # deferred: imports torch_geometric
 
     return torch_geometric.nn
 

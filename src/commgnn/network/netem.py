@@ -804,7 +804,7 @@ def allreduce_hook(
     default ``0..world_size-1``); ``scale()``, when given, multiplies the bucket before the
     reduction, so the result is ``(1/P)·Σ_w scale_w·g_w`` (Grappa's coverage correction).
     """
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: imports torch
 
     members = list(range(world_size)) if ring is None else [int(r) for r in ring]
     size = len(members)

@@ -21,6 +21,8 @@ from functools import lru_cache
 import numpy as np
 import pymetis
 import scipy.sparse as sp
+from pymetis import _internal
+from pymetis._internal import options_indices
 
 from commgnn.partition.book import OWNER_DTYPE
 
@@ -67,8 +69,6 @@ def metis_adjacency(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray
 
 @lru_cache(maxsize=1)
 def _metis_lib() -> ctypes.CDLL:
-    from pymetis import _internal
-
     lib = ctypes.CDLL(_internal.__file__)
     for name in ("METIS_PartGraphKway", "METIS_SetDefaultOptions"):
         if not hasattr(lib, name):
@@ -80,8 +80,6 @@ def _metis_lib() -> ctypes.CDLL:
 
 
 def _options_array(seed: int) -> np.ndarray:
-    from pymetis._internal import options_indices
-
     options = np.full(_NUM_OPTIONS, -1, dtype=_idx_dtype())
     _metis_lib().METIS_SetDefaultOptions(options.ctypes.data_as(ctypes.c_void_p))
     options[options_indices.SEED] = seed

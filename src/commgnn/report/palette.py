@@ -113,9 +113,9 @@ def style_by_system(fig) -> None:
     """Give every series of ``fig`` that a system ran its system's colour (bars, lines,
     error bars, by their labels; a single bar series by its tick labels), a hatch or line
     style per further series of the same system, and the legends the same."""
-    from matplotlib.container import BarContainer, ErrorbarContainer
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.container import BarContainer, ErrorbarContainer  # deferred: imports matplotlib
+    from matplotlib.lines import Line2D  # deferred: imports matplotlib
+    from matplotlib.patches import Patch  # deferred: imports matplotlib
 
     styles = _FigureStyles()
     for ax in fig.axes:

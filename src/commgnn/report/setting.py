@@ -23,7 +23,7 @@ def dataset_scale(spec: dict) -> str:
     """A dataset entry's size against the dataset it stands for."""
     source = spec["source"]
     if source == "synthetic":
-        from commgnn.data.synthetic import resolve_synthetic_spec
+        from commgnn.data.synthetic import resolve_synthetic_spec  # deferred: imports numpy
 
         params = resolve_synthetic_spec(spec)
         nodes, preset = int(params["nodes"]), params["preset"]
@@ -58,6 +58,7 @@ def _dilation(spec: RunSpec) -> str:
 def _congestion(spec: RunSpec) -> str:
     """A congested network's schedule and reach (which traffic it delays), e.g. ``;
     congestion scenario:single-link on fetch+sampling traffic``; "" for a clean one."""
+    # deferred: imports numpy, torch
     from commgnn.train.summary import congestion_label, congestion_reach
 
     label = congestion_label(spec.network_spec, spec.workers, spec.get("epochs"))

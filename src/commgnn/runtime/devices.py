@@ -111,7 +111,7 @@ class DevicePlan:
         return len(self.devices)
 
     def device(self, rank: int) -> torch.device:
-        import torch
+        import torch  # deferred: imports torch
 
         return torch.device(self.devices[rank])
 
@@ -209,7 +209,7 @@ def confirm(plan: DevicePlan, failures: Mapping[int, str]) -> DevicePlan:
 def visible_gpus() -> tuple[tuple[Gpu, ...], str]:
     """The GPUs torch sees here (already narrowed by ``CUDA_VISIBLE_DEVICES`` or SLURM's
     binding), and why there are none, where there are none. Creates no CUDA context."""
-    import torch
+    import torch  # deferred: imports torch
 
     if not torch.cuda.is_available():
         return (), "no CUDA device visible" if torch.version.cuda else "torch has no CUDA"
@@ -243,7 +243,7 @@ def try_device(device: str) -> str:
     ``device`` this process's current CUDA device."""
     if not device.startswith("cuda"):
         return ""
-    import torch
+    import torch  # deferred: imports torch
 
     try:
         torch.cuda.set_device(torch.device(device))
@@ -286,7 +286,7 @@ def carry_device(fn: Callable[..., T]) -> Callable[..., T]:
     thread starts on device 0, so a worker on ``cuda:1`` would otherwise make a context
     (and allocate) on GPU 0 from its prefetch and cache-building threads. ``fn`` itself
     where CUDA is not in use."""
-    import torch
+    import torch  # deferred: imports torch
 
     if not torch.cuda.is_initialized():
         return fn

@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from multiprocessing import forkserver
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlparse
 
@@ -160,7 +161,7 @@ def _resolve(addr: str) -> tuple[int, str]:
 def interface_for(addr: str) -> str:
     """The name of this host's network interface that reaches ``addr`` (``lo`` for
     127.0.0.1; the one holding the address when it is local)."""
-    import psutil
+    import psutil  # deferred: imports psutil
 
     family, ip = _resolve(addr)
     with socket.socket(family, socket.SOCK_DGRAM) as probe:
@@ -199,7 +200,7 @@ def _agent_store() -> bool:
 
 
 def _client(env: DistEnv, timeout: float) -> dist.Store:
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: imports torch
 
     store = dist.TCPStore(env.master_addr, env.master_port, None, False,
                           timeout=timedelta(seconds=timeout))
@@ -213,7 +214,7 @@ def _client(env: DistEnv, timeout: float) -> dist.Store:
 def rendezvous_store(env: DistEnv, timeout: float) -> dist.Store:
     """The run's c10d store: served by worker 0 on ``master_addr:master_port`` only (a
     socket bound to that address, not to every interface), or torchrun's agent's."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: imports torch
 
     if env.rank != 0 or (env.launcher == "torchrun" and _agent_store()):
         return _client(env, timeout)
@@ -260,7 +261,7 @@ def _store_handler(url: str, **_kwargs) -> Iterator[tuple[dist.Store, int, int]]
 def rpc_init_method(store: dist.Store) -> str:
     """An ``init_method`` for :func:`torch.distributed.rpc.init_rpc` that rendezvouses
     through ``store`` (so RPC opens no store of its own)."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: imports torch
 
     if not _RPC_STORES:
         with contextlib.suppress(RuntimeError):  # registered by an earlier run here
@@ -337,7 +338,6 @@ def _release_fork_server() -> None:
     it to every forked child (so that a child could fork through the server too); held by
     the workers, it would keep the server — and with it the workers — alive after the
     launcher died."""
-    from multiprocessing import forkserver
 
     server = forkserver._forkserver  # private: there is no public way to let go of it
     if server._forkserver_alive_fd is not None:
@@ -483,7 +483,6 @@ def prestart_fork_server(module: str | None = None) -> None:
 
 def _fork_server_pid() -> int:
     """This process's fork server (started if it is not running)."""
-    from multiprocessing import forkserver
 
     forkserver.ensure_running()
     return forkserver._forkserver._forkserver_pid  # private: no public accessor

@@ -14,6 +14,7 @@ import pkgutil
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+import commgnn.systems as package
 from commgnn.core.config import ConfigError
 from commgnn.core.description import ENTRY_POINT_GROUP
 from commgnn.train.system import SYSTEMS
@@ -29,7 +30,6 @@ def discover() -> dict[str, type[System]]:
     global _discovered
     if not _discovered:
         _discovered = True
-        import commgnn.systems as package
 
         for module in pkgutil.iter_modules(package.__path__):
             if module.ispkg:  # systems/<name>/system.py holds the runtime

@@ -33,6 +33,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from commgnn.core.errors import InputError
+from commgnn.core.files import write_json_atomic
+from commgnn.core.spec import RunSpec
+from commgnn.data.store import load_dataset
+from commgnn.models.gnn import build_model
+from commgnn.runtime.devices import agree, host_view
+from commgnn.runtime.launcher import bind_interface, launch, rendezvous_store, worker_threads
+from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.seeds import derive_seed
 from commgnn.train.references import (
     Reference,
@@ -164,7 +171,6 @@ def resolve_dilation(ctx, model: torch.nn.Module, dataset_dir: str,
 def probe_workload(spec, dataset_dir: str, out: str, steps: int = PROBE_STEPS_WORKLOAD) -> dict:
     """Measure the compute-only step of ``spec``'s workload on ``spec.workers`` workers at
     once and write it to ``out`` (JSON); returns what was written."""
-    from commgnn.runtime.launcher import launch
 
     launch(_probe_worker, (spec.to_json(), str(dataset_dir), str(out), steps), spec.workers,
            master_addr=spec.get("master_addr"), master_port=spec.get("master_port"))
@@ -172,14 +178,6 @@ def probe_workload(spec, dataset_dir: str, out: str, steps: int = PROBE_STEPS_WO
 
 
 def _probe_worker(env, spec_json: str, dataset_dir: str, out: str, steps: int) -> None:
-    from commgnn.core.files import write_json_atomic
-    from commgnn.core.spec import RunSpec
-    from commgnn.data.store import load_dataset
-    from commgnn.models.gnn import build_model
-    from commgnn.runtime.devices import agree, host_view
-    from commgnn.runtime.launcher import bind_interface, rendezvous_store, worker_threads
-    from commgnn.sampling.neighbor import NeighborSampler
-
     spec = RunSpec.from_json(spec_json)
     torch.set_num_threads(worker_threads(spec.workers))
     dataset = load_dataset(dataset_dir)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import json
 import logging
 import os
@@ -41,7 +42,7 @@ from commgnn.core.config import ConfigError
 from commgnn.core.errors import InputError
 from commgnn.core.files import json_text, write_json_atomic
 from commgnn.core.spec import RunSpec
-from commgnn.core.testbed import run_provenance
+from commgnn.core.testbed import CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL, run_provenance
 from commgnn.data.store import load_dataset
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
@@ -89,6 +90,7 @@ from commgnn.train.summary import (
 )
 from commgnn.train.system import System
 from commgnn.train.walltime import WallClock, breakdown
+from commgnn.train.workload import Workload, dataset_shape_of, step_workload
 
 log = logging.getLogger("commgnn.train")
 
@@ -480,9 +482,7 @@ def _resume_key(spec: RunSpec, paths: RunPaths) -> str:
     (:meth:`RunSpec.resume_key`), the testbed's versions (congestion, dilation, energy:
     records of another testbed never continue into this one) and the workload probe's
     step (a re-measured probe gives another f, so the run starts over)."""
-    import hashlib
 
-    from commgnn.core.testbed import CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL
 
     probe = _workload_probe(paths)
     parts = [spec.resume_key(), CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL,
@@ -507,7 +507,6 @@ def _workload_probe(paths: RunPaths, spec: RunSpec | None = None) -> dict | None
             not isinstance(probe.get("host"), dict):
         raise InputError(f"{path}: not a workload probe (needs probe_s > 0 and host); {hint}")
     if spec is not None and paths.dataset:
-        from commgnn.train.workload import Workload, dataset_shape_of, step_workload
 
         key = Workload(step_workload(spec, dataset_shape_of(paths.dataset)), spec.workers).key
         if probe.get("workload_key") != key:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
 from commgnn.core.batch import PreparedBatch, StepOutput
 from commgnn.core.config import ConfigError
@@ -43,6 +44,7 @@ from commgnn.core.counts import FetchCounts
 from commgnn.core.declarations import FIGURE_INPUTS, PIPELINE_INPUTS, REDUCTIONS
 from commgnn.core.description import SystemDescription
 from commgnn.core.placement import Placement
+from commgnn.network.netem import allreduce_hook
 
 if TYPE_CHECKING:
     from commgnn.cluster import DatasetShape
@@ -262,9 +264,7 @@ class System(ABC):
         the emulated ring all-reduce as its comm hook. Subclasses call ``super().setup``
         first, then build their caches, servers or controllers.
         """
-        from torch.nn.parallel import DistributedDataParallel
 
-        from commgnn.network.netem import allreduce_hook
 
         self.ctx, self.model, self.optimizer = ctx, model, optimizer
         self.train_module = model

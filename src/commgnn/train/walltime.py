@@ -36,7 +36,7 @@ KEYS = (*(f"wall_{p}_raw_s" for p in PHASES), "wall_total_raw_s", "wall_outside_
 
 def process_start() -> float:
     """This process's creation time (wall clock, the kernel's 10 ms ticks)."""
-    import psutil
+    import psutil  # deferred: imports psutil
 
     return psutil.Process().create_time()
 

@@ -57,6 +57,8 @@ import torch
 from commgnn.core.batch import PreparedBatch
 from commgnn.core.blocks import Block, MiniBatch
 from commgnn.core.config import ConfigError
+from commgnn.models.gnn import GCN
+from commgnn.models.layers import GCNConv
 from commgnn.partition.halo import gather_neighbors
 from commgnn.partition.metis import metis_assign
 from commgnn.sampling.seeds import derive_seed
@@ -167,8 +169,6 @@ class ClusterGCNSystem(System):
     # -- setup ---------------------------------------------------------------------------
     def _diagonal_enhanced(self, model: torch.nn.Module) -> None:
         """Every GCN layer to Cluster-GCN's normalisation (refuses any other model)."""
-        from commgnn.models.gnn import GCN
-        from commgnn.models.layers import GCNConv
 
         layers = list(getattr(model, "layers", []))
         if not isinstance(model, GCN) or not layers or not all(

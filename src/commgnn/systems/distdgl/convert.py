@@ -27,9 +27,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    import dgl
-    import torch
-    from dgl.distributed import partition as dgl_partition
+    import dgl  # deferred: imports dgl
+    import torch  # deferred: imports torch
+    from dgl.distributed import partition as dgl_partition  # deferred: imports dgl
 
     def array(name: str) -> np.ndarray:
         return np.load(args.dataset / f"{name}.npy", mmap_mode="r")

@@ -30,20 +30,28 @@ neighbourhoods on the owners' servers), energy.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from commgnn.core.batch import PreparedBatch
 from commgnn.core.errors import ConfigError, HostError, InputError, StaleInputError, WorkerFailed
-from commgnn.systems.distdgl import DESCRIPTION
+from commgnn.core.files import json_text, read_json_object, write_json_atomic
+from commgnn.core.testbed import run_provenance
+from commgnn.runtime.launcher import external_env
+from commgnn.systems.distdgl import DESCRIPTION, SCRIPTS
 from commgnn.train.system import System
 
 if TYPE_CHECKING:
@@ -107,8 +115,6 @@ def fixed_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """``count`` free ports on ``host`` below the kernel's ephemeral range: DGL's clients
     take their own ports with ``bind(0)`` while the machines start, and would otherwise
     take a port chosen here before its server listens on it."""
-    import random
-    import socket
 
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
@@ -136,7 +142,6 @@ def check_dgl_partition(path: str | Path, dataset_dir: str | Path,
     """The conversion record of a DGL partition directory (``commgnn.json``), refused
     (StaleInputError) unless it was made from these dataset and partition directories as
     they are now, into ``parts`` parts."""
-    import hashlib
 
     path = Path(path)
     hint = f"delete {path} and rerun snakemake (rule dgl_partition)"
@@ -196,8 +201,7 @@ class DistDGL(System):
     def run_external(cls, spec: RunSpec, paths: RunPaths) -> dict:
         """Train ``spec`` with DistDGL (one machine per partition on this host) and write
         the run directory as commgnn's loop does; returns the summary."""
-        from commgnn.runtime.launcher import external_env
-        from commgnn.systems.distdgl import SCRIPTS
+        # deferred: imports numba, pandas, pymetis, scipy
         from commgnn.train.loop import publish_run
 
         system = cls(spec.system_options, where=f"systems.{spec.system}")
@@ -213,7 +217,6 @@ class DistDGL(System):
             raise HostError("system 'distdgl' needs pipeline input dgl_partition "
                             "(commgnn train --input dgl_partition=PATH)")
         check_dgl_partition(dgl_parts, paths.dataset, paths.partition, spec.workers)
-        from commgnn.core.files import read_json_object
 
         meta = read_json_object(Path(paths.dataset) / "meta.json")
         unshare = namespace_command()
@@ -340,7 +343,7 @@ UNMEASURED = ("energy_j", "sampling_rpcs", "sampling_rows", "sampling_bytes",
 
 def _worker_record(row: dict[str, Any]) -> dict[str, Any]:
     """A trainer's epoch row as one worker's record of commgnn's epoch summary."""
-    from commgnn.train.summary import NETWORK_CLASSES
+    from commgnn.train.summary import NETWORK_CLASSES  # deferred: imports pandas
 
     record = {**row, "time_dilation": 1.0, "cache_hits": 0, "cache_misses": 0,
               "sync_emulated_s": 0.0, "energy_meter": "none"}
@@ -358,12 +361,8 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float,
                    paths: RunPaths) -> dict:
     """``epochs.jsonl``, ``summary.json`` and the tidy tables from the trainers' files
     (a retried attempt starts over: DistDGL keeps no checkpoints)."""
-    import socket
 
-    import torch
 
-    from commgnn.core.files import json_text, write_json_atomic
-    from commgnn.core.testbed import run_provenance
     from commgnn.train.summary import (
         add_cumulative,
         attempt_record,
@@ -371,7 +370,7 @@ def _write_records(spec: RunSpec, system: DistDGL, staging: Path, wall_s: float,
         epoch_summary,
         run_summary,
         write_tidy_tables,
-    )
+    )  # deferred: imports pandas
 
     per_worker = []
     for worker in range(spec.workers):

@@ -18,9 +18,11 @@ import itertools
 import json
 import os
 import resource
+import socket
 import sys
 import time
 import traceback
+from datetime import timedelta
 from pathlib import Path
 
 import dgl
@@ -101,8 +103,6 @@ MODELS = {"sage": SAGE, "gcn": GCN}
 def rendezvous(rank: int, world: int):
     """The trainers' c10d store on ``MASTER_ADDR:MASTER_PORT``, served by rank 0 on a socket
     bound to that address only (torch's own would listen on every interface)."""
-    import socket
-    from datetime import timedelta
 
     addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
     timeout = timedelta(seconds=300)

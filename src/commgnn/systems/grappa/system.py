@@ -80,6 +80,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
 from commgnn.core.batch import PreparedBatch, StepOutput
 from commgnn.core.blocks import Block, MiniBatch
@@ -262,7 +263,6 @@ class GrappaSystem(System):
             if rank in ranks:
                 group = made
         ring = self.phases[self.phase]
-        from torch.nn.parallel import DistributedDataParallel
 
         ddp = DistributedDataParallel(model, process_group=group)
         ddp.register_comm_hook(None, allreduce_hook(ctx.emulator, rank, world, group,

@@ -55,6 +55,7 @@ from commgnn.systems.greendygnn.costmodel import (
     CostModel,
     calibration_name,
 )
+from commgnn.systems.greendygnn.rpc_calibration import calibrate_rpc
 from commgnn.systems.greendygnn.system import GreenDyGNNSystem
 from commgnn.systems.greendygnn.workload import (
     fit_hit_curve,
@@ -124,7 +125,7 @@ def _run_spec(template: RunSpec, *, window: int, epochs: int, delay_ms: float = 
 
 
 def _train(spec: RunSpec, paths: dict[str, str], out: Path) -> Path:
-    from commgnn.train.loop import RunPaths, run
+    from commgnn.train.loop import RunPaths, run  # deferred: imports pandas
 
     if not (out / "summary.json").exists():
         run(spec, RunPaths(dataset=paths["dataset"], partition=paths["partition"],
@@ -179,7 +180,6 @@ def calibrate(template: RunSpec, paths: dict[str, str], out_dir: str | Path,
               settings: dict[str, Any] | None = None) -> dict:
     """Measure and fit everything the simulator needs; write ``calibration.json`` in
     ``out_dir`` and return it. ``paths``: dataset, partition, presample directories."""
-    from commgnn.systems.greendygnn.rpc_calibration import calibrate_rpc
 
     s = {**CALIBRATION_DEFAULTS, **(settings or {})}
     inputs = input_fingerprints(paths)

@@ -10,14 +10,17 @@ import logging
 from pathlib import Path
 
 from commgnn.core.config import section_arg
+from commgnn.core.files import atomic_directory
 from commgnn.core.spec import run_spec_arg
 
 log = logging.getLogger("commgnn")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
-    from commgnn.core.files import atomic_directory
+    # deferred: imports numba, numpy, pymetis, scipy, torch
     from commgnn.systems.greendygnn.calibrate import calibrate
+
+    # deferred: imports numba, numpy, pandas, pymetis, scipy, torch
     from commgnn.train.loop import probe_arg
 
     template = run_spec_arg(args.spec)
@@ -33,9 +36,11 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
 
 
 def cmd_validate_simulator(args: argparse.Namespace) -> None:
-    from commgnn.core.files import atomic_directory
+    # deferred: imports numba, numpy, pymetis, scipy, torch
     from commgnn.systems.greendygnn.calibrate import validate
-    from commgnn.systems.greendygnn.costmodel import read_calibration
+    from commgnn.systems.greendygnn.costmodel import read_calibration  # deferred: imports numpy
+
+    # deferred: imports numba, numpy, pandas, pymetis, scipy, torch
     from commgnn.train.loop import probe_arg
 
     template = run_spec_arg(args.spec)
@@ -51,9 +56,8 @@ def cmd_validate_simulator(args: argparse.Namespace) -> None:
 
 
 def cmd_train_policy(args: argparse.Namespace) -> None:
-    from commgnn.core.files import atomic_directory
-    from commgnn.systems.greendygnn.costmodel import read_calibration
-    from commgnn.systems.greendygnn.policy import train_policy
+    from commgnn.systems.greendygnn.costmodel import read_calibration  # deferred: imports numpy
+    from commgnn.systems.greendygnn.policy import train_policy  # deferred: imports numpy, torch
 
     settings = section_arg(args.settings, "control_policy", "control.policy")
     calibration = read_calibration(args.calibration / "calibration.json")

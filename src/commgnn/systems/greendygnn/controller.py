@@ -229,7 +229,7 @@ class DQNController(Controller):
         if not path:
             self.fallback = HeuristicController(window, options)
             return
-        from commgnn.systems.greendygnn.dqn import load_policy
+        from commgnn.systems.greendygnn.dqn import load_policy  # deferred: imports torch
 
         self.network, self.metadata = load_policy(path)
         if list(self.metadata.get("windows", WINDOWS)) != list(WINDOWS):
@@ -239,7 +239,7 @@ class DQNController(Controller):
     def decide(self, state: ControllerState) -> WindowDecision:
         if self.fallback is not None:
             return self.fallback.decide(state)
-        import torch
+        import torch  # deferred: imports torch
 
         world = len(state.multipliers)
         if int(self.metadata["world"]) != world:

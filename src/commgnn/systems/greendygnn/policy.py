@@ -30,7 +30,11 @@ from commgnn.core.files import write_json_atomic
 from commgnn.core.progress import Progress
 from commgnn.core.provenance import RULES, check_inputs
 from commgnn.systems.greendygnn.controller import WINDOWS
-from commgnn.systems.greendygnn.costmodel import CostModel, calibration_fingerprint
+from commgnn.systems.greendygnn.costmodel import (
+    CostModel,
+    calibration_fingerprint,
+    read_calibration,
+)
 from commgnn.systems.greendygnn.dqn import (
     DQNConfig,
     greedy_action,
@@ -155,7 +159,6 @@ def check_pipeline_policy(policy: str | Path, dataset: GraphDataset,
                 "partition": (partition.fingerprint, "the run's partition")}
     calibration = path.parent.parent / "calibration" / "calibration.json"
     if calibration.is_file():  # the pipeline's layout: the calibration it was trained on
-        from commgnn.systems.greendygnn.costmodel import read_calibration
 
         expected["calibration"] = (calibration_fingerprint(read_calibration(calibration)),
                                    str(calibration))

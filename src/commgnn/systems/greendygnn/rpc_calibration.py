@@ -71,6 +71,10 @@ from typing import Any
 
 import numpy as np
 
+from commgnn.core.files import write_json_atomic
+from commgnn.network.netem import network_from_spec
+from commgnn.runtime.launcher import bind_interface, launch, rendezvous_store, rpc_init_method
+
 __all__ = ["RpcFit", "calibrate_rpc", "fit_rpc", "implied_fit", "measure_rpc",
            "model_points"]
 
@@ -178,13 +182,11 @@ def _network_spec(network: str | Mapping[str, Any] | None,
 
 def _rpc_worker(env: Any, job_json: str, out_path: str) -> None:
     """One calibration worker (module level: spawned processes unpickle it by name)."""
-    import torch
-    from torch.distributed import rpc
+    import torch  # deferred: imports torch
+    from torch.distributed import rpc  # deferred: imports torch
 
-    from commgnn.core.files import write_json_atomic
-    from commgnn.network.netem import network_from_spec
+    # deferred: imports torch
     from commgnn.runtime.feature_store import ID_BYTES, FeatureStore, worker_name
-    from commgnn.runtime.launcher import bind_interface, rendezvous_store, rpc_init_method
 
     job = json.loads(job_json)
     torch.set_num_threads(1)
@@ -246,7 +248,6 @@ def measure_rpc(network: str | Mapping[str, Any] | None, *, rows_grid: Sequence[
     point) and ``repeat``. ``network`` is a preset name or a ``network_from_spec``
     mapping; its congestion, dilation and ``workers_per_node`` are replaced.
     """
-    from commgnn.runtime.launcher import launch
 
     rows_grid = [int(r) for r in rows_grid]
     delays = [float(d) for d in delays_ms]
@@ -276,8 +277,7 @@ def model_points(network: str | Mapping[str, Any] | None, *, rows_grid: Sequence
     grid :func:`measure_rpc` visits: one point per (rows, delay), computed, not timed.
     Other keyword arguments of :func:`measure_rpc` (repeats, dilation, seed) are
     accepted and ignored: the model's target seconds do not depend on them."""
-    from commgnn.network.netem import network_from_spec
-    from commgnn.runtime.feature_store import ID_BYTES
+    from commgnn.runtime.feature_store import ID_BYTES  # deferred: imports torch
 
     delays = [float(d) for d in delays_ms]
     emulator = network_from_spec(_network_spec(network, delays), 2)

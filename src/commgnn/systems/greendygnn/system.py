@@ -94,6 +94,7 @@ from commgnn.core.batch import PreparedBatch
 from commgnn.core.blocks import MiniBatch
 from commgnn.core.config import ConfigError
 from commgnn.core.counts import FetchCounts
+from commgnn.core.errors import InputError
 from commgnn.runtime.devices import carry_device
 from commgnn.runtime.prefetch import Prefetcher, PrefetchError, describe_error
 from commgnn.runtime.remote_sampler import counted_sampler
@@ -107,6 +108,7 @@ from commgnn.systems.greendygnn.controller import (
     WindowDecision,
     make_controller,
 )
+from commgnn.systems.greendygnn.dqn import load_policy
 from commgnn.systems.greendygnn.estimator import CongestionEstimator
 from commgnn.systems.greendygnn.policy import check_pipeline_policy
 from commgnn.train.system import System
@@ -481,8 +483,6 @@ class GreenDyGNNSystem(System):
     def _policy_problems(cls, spec, policy: str) -> list[str]:
         """An existing policy file (or directory) unreadable, or trained for another
         number of workers or set of windows than the run's."""
-        from commgnn.core.errors import InputError
-        from commgnn.systems.greendygnn.dqn import load_policy
 
         path = Path(policy) / "policy.pt" if Path(policy).is_dir() else Path(policy)
         if not path.is_file():

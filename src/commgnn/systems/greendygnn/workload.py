@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import OptimizeWarning, curve_fit
 
 from commgnn.sampling.presample import open_presampled, read_presample_meta
 from commgnn.systems.greendygnn.controller import BIAS_SHARE, WINDOWS
@@ -124,7 +125,6 @@ def logistic(log2_window: np.ndarray, h_lo: float, h_hi: float, slope: float,
 
 def fit_hit_curve(windows: Sequence[int], rates: Sequence[float]) -> dict:
     """Least-squares fit of :func:`logistic` to measured hit rates; with its residuals."""
-    from scipy.optimize import OptimizeWarning, curve_fit
 
     x = np.log2(np.asarray(windows, dtype=float))
     y = np.asarray(rates, dtype=float)
