@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 import commgnn
-from commgnn.core.layers import LAYERS, circles, import_graph, layer_of, upward_imports
+from commgnn.core.layers import (
+    LAYERS,
+    circles,
+    import_graph,
+    layer_of,
+    uncommented_deferred_imports,
+    upward_imports,
+)
 
 SRC = Path(commgnn.__file__).parent
 
@@ -51,3 +58,15 @@ def test_the_graph_counts_function_level_imports(tmp_path):
     assert import_graph(package) == {"commgnn": set(), "commgnn.core": set(),
                                      "commgnn.core.a": {"commgnn.core.b"},
                                      "commgnn.core.b": {"commgnn.core.a"}}
+
+
+def test_every_deferred_import_says_why():
+    assert uncommented_deferred_imports(SRC) == []
+
+
+def test_a_deferred_import_without_a_comment_is_found(tmp_path):
+    package = tmp_path / "commgnn"
+    package.mkdir()
+    (package / "a.py").write_text("def f():\n    import json\n\n\n"
+                                  "def g():\n    import torch  # deferred: heavy\n")
+    assert uncommented_deferred_imports(package) == ["commgnn.a:2"]

@@ -133,3 +133,21 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if module not in index:
             visit(module)
     return sorted(found)
+
+
+def uncommented_deferred_imports(root: Path) -> list[str]:
+    """``module:line`` of every import inside a function with no comment saying why (on
+    its last line or the line above it): a deferred import is for a heavy dependency only,
+    and says so."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for function in ast.walk(ast.parse("\n".join(lines), str(path))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                        "#" not in lines[node.end_lineno - 1] and \
+                        not lines[node.lineno - 2].strip().startswith("#"):
+                    found.append(f"{module_name(path, root)}:{node.lineno}")
+    return sorted(set(found))
