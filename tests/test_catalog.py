@@ -54,3 +54,20 @@ def test_each_system_class_declares_what_its_package_describes():
             assert getattr(cls, attribute) == getattr(described[name], attribute), \
                 (name, attribute)
         assert cls.option_properties() == described[name].option_properties(), name
+
+
+def test_a_systems_rules_fragment_adds_the_products_its_description_declares():
+    """What a system's own steps make, it declares (SystemDescription.products and
+    figure_products) and its rules.smk adds to the workflow's paths — and nothing else."""
+    import re
+    from pathlib import Path
+
+    fragments = {Path(p).parent.name: Path(p).parent for p in catalog.system_rule_fragments()}
+    for name, described in catalog.system_descriptions().items():
+        declared = {("PIPELINE", p) for p in described.products} | \
+            {("FIGURE", k) for k in described.figure_products}
+        text = "".join(f.read_text() for f in fragments[name].glob("*.smk")) \
+            if name in fragments else ""
+        added = set(re.findall(r'(PIPELINE|FIGURE)_INPUT_PATHS\["(\w+)"\] =', text))
+        assert added == declared, name
+    assert {"greendygnn", "distdgl"} <= set(fragments)

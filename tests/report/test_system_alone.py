@@ -45,7 +45,8 @@ EXPECTED_NOT_APPLICABLE = {
 
 
 def _inputs(out: Path, system: str, runs_csv: Path, stats_csv: Path) -> dict[str, list[str]]:
-    """Paths of each input kind (``systems.base.FIGURE_INPUTS``) a config running the
+    """Paths of each input kind (``core.declarations.FIGURE_INPUTS`` and a system's
+    ``figure_products``) a config running the
     system's runs of the tiny pipeline alone would make."""
     specs = [s for s in expand_experiments(TINY) if s.base_system == system]
     presamples = sorted({f"{out}/presample/{s.dataset}/{s.partitioning}/b{s.batch_size}_"

@@ -15,28 +15,25 @@ from collections.abc import Sequence
 REDUCTIONS = ("sum", "max", "mean", "slowest")
 
 #: Tables a figure a system declares in ``figures`` may read: the workflow passes their
-#: paths (in the declared order) to ``commgnn figure NAME``.
+#: paths (in the declared order) to ``commgnn figure NAME``. These the pipeline makes for
+#: every config; a system adds the kinds its own steps make (``figure_products`` of its
+#: description, built by its rules fragment).
 FIGURE_INPUTS = {
     "runs": "the runs table (`commgnn runs-table`)",
     "partition_stats": "the partition table (`commgnn partition-table`)",
     "partitions": "every partition directory of the config",
     "run_dirs": "every run directory of the config (per-epoch and per-step records)",
-    "control": "every GreenDyGNN control directory (calibration, validation, policy)",
-    "validation": "every GreenDyGNN simulator-validation directory (`control.validate`)",
     "presamples": "every presample directory a run of the config reads",
     "datasets": "every dataset directory of the config (`meta.json`: source, statistics)",
 }
 
 #: Pipeline products a system may declare in ``needs``; the workflow builds them and
 #: passes each to ``commgnn train --input NAME=PATH``; ``ctx.inputs[NAME]`` is the path.
+#: This one the pipeline's own steps make; a system adds those its own steps make
+#: (``products`` of its description, built by its rules fragment).
 PIPELINE_INPUTS = {
     "presample": "presampled blocks of the run's dataset, partitioning, batch size and seed "
                  "(`commgnn presample`)",
-    "policy": "a GreenDyGNN window policy trained in the simulator calibrated on the run's "
-              "workload and network (`commgnn calibrate`, `commgnn train-policy`)",
-    "dgl_partition": "the run's partition in DGL's format, converted by DGL's own "
-                     "partition_graph given the same node assignment (rule dgl_partition, "
-                     "in the DGL environment)",
 }
 
 

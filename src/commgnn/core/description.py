@@ -33,7 +33,11 @@ class SystemDescription:
     PIPELINE_INPUTS`); ``figures``: ``{figure: input kinds}``, built whenever the experiment
     matrix runs it. ``uses_network``: False where its traffic is free by definition;
     ``external``: it trains outside commgnn's loop, in another framework. ``renamed``:
-    ``{old option: new}``, refused with a line naming the new name.
+    ``{old option: new}``, refused with a line naming the new name. ``products`` and
+    ``figure_products``: ``{name: what it is}`` of the pipeline inputs (for ``needs``) and
+    the figure input kinds (for ``figures``) its own steps make — its package's
+    ``rules.smk`` builds them and adds their paths to the workflow's
+    ``PIPELINE_INPUT_PATHS`` and ``FIGURE_INPUT_PATHS``.
     """
 
     name: str
@@ -47,6 +51,8 @@ class SystemDescription:
     uses_network: bool = True
     external: bool = False
     renamed: Mapping[str, str] = field(default_factory=dict)
+    products: Mapping[str, str] = field(default_factory=dict)
+    figure_products: Mapping[str, str] = field(default_factory=dict)
 
     def option_properties(self) -> dict[str, dict]:
         """Its option schemas, its base's first (its own override them)."""

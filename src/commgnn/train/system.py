@@ -366,14 +366,16 @@ def register(cls: type[System]) -> None:
         raise ValueError(f"system name {name!r} is taken by {known.__module__}."
                          f"{known.__qualname__}; {cls.__module__}.{cls.__qualname__} "
                          "needs another name")
-    bad_figures = {f: i for f, i in cls.figures.items() if set(i) - set(FIGURE_INPUTS)}
+    figure_inputs = {**FIGURE_INPUTS, **cls.description.figure_products}
+    pipeline_inputs = {**PIPELINE_INPUTS, **cls.description.products}
+    bad_figures = {f: i for f, i in cls.figures.items() if set(i) - set(figure_inputs)}
     if bad_figures:
         raise ValueError(f"system {name!r}: figures {bad_figures} read unknown inputs; "
-                         f"known: {sorted(FIGURE_INPUTS)}")
-    unknown_needs = sorted(set(cls.needs) - set(PIPELINE_INPUTS))
+                         f"known: {sorted(figure_inputs)}")
+    unknown_needs = sorted(set(cls.needs) - set(pipeline_inputs))
     if unknown_needs:
         raise ValueError(f"system {name!r} needs unknown pipeline inputs {unknown_needs}; "
-                         f"known: {sorted(PIPELINE_INPUTS)}")
+                         f"known: {sorted(pipeline_inputs)}")
     bad = {k: v for k, v in cls.metric_reductions().items() if v not in REDUCTIONS}
     if bad:
         raise ValueError(f"system {name!r}: unknown reductions {bad}; known: {REDUCTIONS}")

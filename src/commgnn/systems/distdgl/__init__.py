@@ -23,6 +23,9 @@ from commgnn.core.description import SystemDescription
 SCRIPTS = Path(__file__).parent
 
 DESCRIPTION = SystemDescription(
+    # made by its own step (rules.smk: dgl_partition, in the DGL environment)
+    products={"dgl_partition": "the run's partition in DGL's format, converted by DGL's own "
+                               "partition_graph given the same node assignment"},
     name="distdgl",
     colour="#AA4499",
     figure_labels="DistDGL",

@@ -6,6 +6,13 @@ from commgnn.core.description import SystemDescription
 WINDOWS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 DESCRIPTION = SystemDescription(
+    # made by its own steps (rules.smk): calibrate -> train_policy, validate_simulator
+    products={"policy": "a window policy trained in the simulator calibrated on the run's "
+                        "workload and network (`commgnn calibrate`, `commgnn train-policy`)"},
+    figure_products={
+        "control": "every control directory of the config (calibration, validation, policy)",
+        "validation": "every simulator-validation directory (`control.validate`)",
+    },
     name="greendygnn",
     colour="#44AA99",
     figure_labels="GreenDyGNN",
