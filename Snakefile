@@ -64,5 +64,5 @@ rule all:
         all_runs(),
         f"{RESULTS}/tables/runs.csv" if RUNS else [],
         figure_targets(),
-        control_targets(),
+        system_targets(),
     default_target: True

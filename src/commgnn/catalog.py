@@ -95,7 +95,7 @@ def declared_figures(base_systems: Iterable[str],
 def claims_reads(figures: Iterable[str]) -> list[str]:
     """The figure tables the claims ledger reads among ``figures`` and the comparison
     (always built where anything ran)."""
-    from commgnn.ledger import READS  # deferred: the four papers' claims
+    from commgnn.ledger import READS  # deferred: imports pandas (the papers' claims)
 
     built = set(figures)
     return [name for name in READS if name in built or name == "compare"]

@@ -332,8 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="figure module, e.g. rapidgnn_fig5")
     p.add_argument("--out", required=True, type=Path, help="PNG path")
     p.add_argument("--systems", help="the systems' colours and figure labels as JSON "
-                   "{system: {colour, figure_labels}} (default: read from every system, "
-                   "which imports them all)")
+                   "{system: {colour, figure_labels}} (default: read from every system's "
+                   "description)")
     p.add_argument("inputs", nargs="+", type=Path)
     p.set_defaults(func=cmd_figure)
 

@@ -325,6 +325,15 @@ FIGURE_INPUT_PATHS = {
 }
 
 
+# Products a system's own steps make that rule all builds even where no figure reads them
+# (e.g. GreenDyGNN's simulator validation): functions of no argument its fragment adds.
+SYSTEM_TARGETS = []
+
+
+def system_targets():
+    return [path for targets in SYSTEM_TARGETS for path in targets()]
+
+
 def figure_input_paths():
     """Paths of each kind of pipeline product a declared figure may read that this config
     builds."""

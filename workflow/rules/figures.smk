@@ -44,7 +44,8 @@ rule system_figure:
         "{input} > {log} 2>&1"
 
 
-# Every system that ran the same workload side by side (report/figures/compare.py): the
+# Every system that ran the same workload side by side (commgnn/report/figures/compare.py):
+# the
 # figure draws the workloads with the most systems, the CSV holds every workload.
 rule compare:
     input:
@@ -105,7 +106,7 @@ rule claims:
         "{params.cmd} figure claims --out {output.png} {input} > {log} 2>&1"
 
 
-# The figure index (report/figures/figure_index.py): the papers' figures this run built,
+# The figure index (commgnn/figure_index.py): the papers' figures this run built,
 # each with its rule and output.
 rule figure_index:
     input:

@@ -1,11 +1,13 @@
 """The system contract: everything a communication strategy is, declared in one class.
 
-A system is one module under ``commgnn.systems`` (or a module named by a
-``commgnn.systems`` entry point) holding one :class:`System` subclass with a ``name``.
-Defining the class registers it; the schema of its options, the pipeline inputs it
-needs, the partition methods it accepts and how its metrics are aggregated are class
-attributes, and the config validation, the workflow, the summaries and the tables read
-them — there is no list to keep in sync anywhere else.
+A built-in system is a package ``commgnn.systems.<name>``: its description
+(``__init__.py``: ``DESCRIPTION``, :class:`~commgnn.core.description.SystemDescription`)
+and one :class:`System` subclass in ``system.py`` that names it; a module named by a
+``commgnn.systems`` entry point may instead hold a subclass that sets its ``name`` and
+declarations itself. Defining the class registers it (:data:`SYSTEMS`); the schema of its
+options, the pipeline inputs it needs, the partition methods it accepts and how its
+metrics are aggregated are declarations, and the config validation, the workflow, the
+summaries and the tables read them — there is no list to keep in sync anywhere else.
 
 Lifecycle on every worker (the loop is :mod:`commgnn.train.loop`)::
 

@@ -21,6 +21,8 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from commgnn.runtime.launcher import worker_threads  # the loop's rule, not a copy
+
 #: Dataset keys that do not change the blocks a batch samples (which nodes train, and
 #: the generator's random draw of a graph of the same shape).
 NOT_SHAPE = ("split", "seed")
@@ -115,7 +117,6 @@ def step_workload(spec, dataset: dict) -> StepWorkload:
 def host_identity(workers: int) -> dict:
     """What makes two hosts compute a worker's step alike: the CPU model and the threads
     each of ``workers`` workers gets (hostnames differ between identical cluster nodes)."""
-    from commgnn.runtime.launcher import worker_threads  # the loop's rule, not a copy
 
     model = platform.processor() or platform.machine()
     try:

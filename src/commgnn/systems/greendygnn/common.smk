@@ -80,5 +80,6 @@ def control_targets():
 
 PIPELINE_INPUT_PATHS["policy"] = lambda s: f"{RESULTS}/control/{control_key(s)}/policy"
 FIGURE_INPUT_PATHS["control"] = control_targets
+SYSTEM_TARGETS.append(control_targets)
 FIGURE_INPUT_PATHS["validation"] = lambda: [path for path in control_targets()
                                             if Path(path).name == "validation"]

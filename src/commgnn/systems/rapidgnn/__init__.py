@@ -13,7 +13,7 @@ DESCRIPTION = SystemDescription(
                            "description": "Q, batches staged ahead (0 = no prefetcher)"},
     },
     needs=("presample",),
-    #: The paper's evaluation (§5): one module per result in ``report/figures/``; the roles
+    #: The paper's evaluation (§5): one module per result in ``figures/``; the roles
     #: (RapidGNN, DGL-METIS, DGL-Random, GCN) are in ``rapidgnn_runs``.
     figures={
         "rapidgnn_fig3": ("presamples",),
