@@ -4,7 +4,7 @@ import sys
 
 from snakemake.utils import min_version, validate
 
-from commgnn.core.config import ConfigError, read_yaml
+from commgnn.core.config import ConfigError, read_yaml, schema_file
 from commgnn.core.config import validate as validate_config
 
 min_version("8.0")
@@ -28,7 +28,8 @@ except ConfigError as error:
     print(f"commgnn: invalid configuration ({', '.join(map(str, workflow.configfiles))}): "
           f"{error}", file=sys.stderr)
     sys.exit(1)
-validate(config, "workflow/schemas/config.schema.yaml")
+# the pipeline's schema with every system's part (commgnn.core.config.schema_file)
+validate(config, str(schema_file()))
 
 
 include: "workflow/rules/common.smk"

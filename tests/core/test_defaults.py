@@ -1,6 +1,7 @@
 """The config schema is the one place a default is written: the Python constants of defaults
-equal what the schema file says (read here on its own, not with the helper under test), and
-the helper (:func:`commgnn.core.config.defaults`) derives a hand-computed toy case."""
+equal what the schema files say (the pipeline's and GreenDyGNN's part, read here on their
+own, not with the helpers under test), and the helper (:func:`commgnn.core.config.defaults`)
+derives a hand-computed toy case."""
 
 from __future__ import annotations
 
@@ -11,14 +12,20 @@ import pytest
 import yaml
 
 import commgnn
-from commgnn.core.config import defaults
+from commgnn.core.config import defaults, schema, schema_file
 
-SCHEMA_FILE = Path(commgnn.__file__).parent / "schemas" / "config.schema.yaml"
+PACKAGE = Path(commgnn.__file__).parent
+SCHEMA_FILE = PACKAGE / "schemas" / "config.schema.yaml"
+GREENDYGNN_PART = PACKAGE / "systems" / "greendygnn" / "schema.yaml"
 
 
 @pytest.fixture(scope="module")
 def raw() -> dict:
-    return yaml.safe_load(SCHEMA_FILE.read_text())
+    """Both files' ``$defs`` (GreenDyGNN's part adds its own)."""
+    base = yaml.safe_load(SCHEMA_FILE.read_text())
+    part = yaml.safe_load(GREENDYGNN_PART.read_text())
+    assert not set(base["$defs"]) & set(part["$defs"])
+    return {**base, "$defs": {**base["$defs"], **part["$defs"]}}
 
 
 def written(raw: dict, name: str) -> dict:
@@ -97,7 +104,7 @@ def test_snakemake_fills_in_the_same_defaults(tmp_path):
               "training": {}, "control": {"calibration": {}, "validation": {}, "policy": {}},
               "experiments": [{"systems": ["default"], "datasets": ["d"],
                                "partitionings": ["p"]}]}
-    validate(config, str(SCHEMA_FILE))
+    validate(config, str(schema_file()))  # what the Snakefile validates against
     assert config["training"] == {k: v for k, v in TRAINING_DEFAULTS.items()
                                   if k not in ("eval_fanouts", "interface")}
     assert config["experiments"][0] == {"systems": ["default"], "datasets": ["d"],
@@ -164,3 +171,19 @@ def test_each_call_is_a_fresh_copy():
     assert defaults("training")["fanouts"] == [10, 25]
     assert defaults("job", TOY)["sizes"] == [0, 8] == TOY["$defs"]["job"]["properties"][
         "sizes"]["default"]
+
+
+def test_the_merged_schema_holds_each_systems_part():
+    """GreenDyGNN's part (its control section, its congestion kinds) merged into the
+    pipeline's, and the file Snakemake validates against is that merged schema."""
+    import json
+
+    merged = schema()
+    part = yaml.safe_load(GREENDYGNN_PART.read_text())
+    assert set(part["$defs"]) <= set(merged["$defs"]) and "control" in merged["properties"]
+    kinds = merged["$defs"]["congestion"]
+    assert kinds["properties"]["kind"]["enum"] == ["none", "epochs", "time", "greendygnn",
+                                                   "scenario"]
+    assert {"if": {"properties": {"kind": {"const": "scenario"}}},
+            "then": {"$ref": "#/$defs/congestion_scenario"}} in kinds["allOf"]
+    assert json.loads(schema_file().read_text()) == merged

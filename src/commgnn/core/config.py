@@ -1,14 +1,19 @@
 """Configuration loading and validation against the pipeline's JSON schema.
 
-The same schema (``commgnn/schemas/config.schema.yaml``, linked from ``workflow/schemas/``)
-is enforced by Snakemake and by every CLI entry point, so a bad config fails before any
-work starts, with the offending key path in the message.
+The same schema — the pipeline's (``commgnn/schemas/config.schema.yaml``, linked from
+``workflow/schemas/``) with each system's part merged in (``systems/<name>/schema.yaml``:
+GreenDyGNN's control section and congestion kinds; :func:`schema`) — is enforced by
+Snakemake (:func:`schema_file`) and by every CLI entry point, so a bad config fails before
+any work starts, with the offending key path in the message.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
@@ -23,7 +28,7 @@ if TYPE_CHECKING:  # imported where used: importing commgnn.core.spec stays quic
     import jsonschema
 
 __all__ = ["ConfigError", "defaults", "listing", "load_config", "read_yaml", "schema",
-           "subschema", "validate"]
+           "schema_file", "subschema", "validate"]
 
 #: libyaml's parser where PyYAML has it (same documents, a tenth of the time)
 _SCHEMA_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -31,9 +36,54 @@ _SCHEMA_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    """The pipeline config schema as a dict (parsed once; do not modify it)."""
-    text = resources.files("commgnn").joinpath("schemas/config.schema.yaml").read_text()
-    return yaml.load(text, Loader=_SCHEMA_LOADER)  # a SafeLoader
+    """The pipeline config schema as a dict (parsed once; do not modify it): the
+    pipeline's (``schemas/config.schema.yaml``) with every system's part merged in
+    (:func:`system_schema_parts`)."""
+    package = resources.files("commgnn")
+    merged = yaml.load(package.joinpath("schemas/config.schema.yaml").read_text(),
+                       Loader=_SCHEMA_LOADER)  # a SafeLoader
+    for name, part in system_schema_parts():
+        _merge_part(merged, part, f"systems/{name}/schema.yaml")
+    return merged
+
+
+def system_schema_parts() -> list[tuple[str, dict]]:
+    """``(system, part)`` of every system package with a ``schema.yaml`` (its config
+    sections, ``properties`` and ``$defs``, and the congestion kinds it adds,
+    ``congestion_kinds``: each described by ``$defs.congestion_<kind>``), read as data."""
+    systems = resources.files("commgnn").joinpath("systems")
+    return [(entry.name, yaml.load(entry.joinpath("schema.yaml").read_text(),
+                                   Loader=_SCHEMA_LOADER))
+            for entry in sorted(systems.iterdir(), key=lambda e: e.name)
+            if entry.is_dir() and entry.joinpath("schema.yaml").is_file()]
+
+
+def _merge_part(merged: dict, part: dict, where: str) -> None:
+    """Merge a system's schema ``part`` into ``merged`` (a name defined twice is an
+    error naming ``where``)."""
+    for section in ("properties", "$defs"):
+        clash = sorted(set(part.get(section, {})) & set(merged[section]))
+        if clash:
+            raise ValueError(f"{where}: {section} {clash} are defined already")
+        merged[section].update(part.get(section, {}))
+    congestion = merged["$defs"]["congestion"]
+    for kind in part.get("congestion_kinds", []):
+        congestion["properties"]["kind"]["enum"].append(kind)
+        congestion["allOf"].append({"if": {"properties": {"kind": {"const": kind}}},
+                                    "then": {"$ref": f"#/$defs/congestion_{kind}"}})
+
+
+def schema_file() -> Path:
+    """The merged schema (:func:`schema`) as a file, for Snakemake's ``validate`` (which
+    fills in its defaults): written once per content under the temporary directory."""
+    text = json.dumps(schema(), sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"commgnn-config-schema-{digest}.json"
+    if not path.is_file():
+        staging = path.with_name(f"{path.name}.{os.getpid()}")
+        staging.write_text(text)
+        os.replace(staging, path)
+    return path
 
 
 def subschema(name: str) -> dict:
