@@ -148,7 +148,8 @@ def target_model(spec: RunSpec) -> TargetPowerModel:
 def congestion_label(network_spec, workers: int, epochs: int) -> str:
     """The network's congestion schedule in a word: ``none`` (also for a schedule that
     delays nothing in the run's epochs, e.g. the ``clean`` scenario), its kind, or
-    ``scenario:<name>`` (figures tell clean runs from congested ones by it)."""
+    ``<kind>:<name>`` for a named preset (``scenario:single-link``; figures tell clean
+    runs from congested ones by it)."""
     spec = network_spec.get("congestion") if isinstance(network_spec, dict) else None
     if not spec or spec.get("kind", "none") == "none":
         return "none"
@@ -158,7 +159,7 @@ def congestion_label(network_spec, workers: int, epochs: int) -> str:
         table = congestion_from_spec(spec, machines, epochs).epoch_table_ms(epochs)
         if not any(table):
             return "none"
-    return f"scenario:{spec['name']}" if kind == "scenario" else str(kind)
+    return f"{kind}:{spec['name']}" if "name" in spec else str(kind)  # a named preset
 
 
 def congestion_reach(network_spec, workers: int, epochs: int) -> str:
