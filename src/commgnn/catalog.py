@@ -2,8 +2,10 @@
 builds, and what the report is told of each system (the application layer: it reads the
 systems' packages).
 
-A paper's figures live in ``systems/<paper>/figures/<paper>_<what>.py`` and are listed,
-with the paper's figure they regenerate, in that package's ``INDEX``; the figures across
+A paper's figures live in ``systems/<paper>/figures/<paper>_<what>.py`` (each with
+``make(inputs, out_png)``, which writes the figure, PNG and PDF beside it, and returns the
+plotted data that ``commgnn figure`` writes as CSV) and are listed, with the paper's
+figure they regenerate, in that package's ``INDEX``; the figures across
 systems are ``compare`` (:mod:`commgnn.report.figures.compare`), ``claims`` (the ledger,
 :mod:`commgnn.ledger`) and ``figure_index`` (:mod:`commgnn.figure_index`).
 """
@@ -24,6 +26,8 @@ from commgnn.systems.greendygnn.figures import INDEX as GREENDYGNN
 from commgnn.systems.hopgnn.figures import INDEX as HOPGNN
 from commgnn.systems.rapidgnn.figures import INDEX as RAPIDGNN
 
+#: Where the system packages are.
+SYSTEMS_DIR = Path(commgnn.systems.__file__).parent
 #: The figures across systems: module -> (paper, figure, what it shows).
 ACROSS: dict[str, tuple[str, str, str]] = {
     "compare": ("—", "no paper has it", "every system side by side"),
@@ -59,16 +63,14 @@ def figure_caption(name: str) -> str:
 def system_commands() -> list:
     """``add_commands(subparsers)`` of every system package with ``cli.py`` (its own
     ``commgnn`` subcommands), in name order."""
-    root = Path(commgnn.systems.__file__).parent
     return [importlib.import_module(f"commgnn.systems.{path.parent.name}.cli").add_commands
-            for path in sorted(root.glob("*/cli.py"))]
+            for path in sorted(SYSTEMS_DIR.glob("*/cli.py"))]
 
 
 def system_rule_fragments() -> list[str]:
     """Every system's own pipeline steps: ``systems/<name>/rules.smk`` (absolute paths, in
     name order), which the Snakefile includes after ``workflow/rules/common.smk``."""
-    root = Path(commgnn.systems.__file__).parent
-    return [str(path) for path in sorted(root.glob("*/rules.smk"))]
+    return [str(path) for path in sorted(SYSTEMS_DIR.glob("*/rules.smk"))]
 
 
 def figure_module(name: str) -> ModuleType:
@@ -105,9 +107,8 @@ def system_descriptions() -> dict[str, SystemDescription]:
     """Every built-in system's description (the ``DESCRIPTION`` of each package under
     ``commgnn.systems``: no torch), plus those of the systems that entry points add (whose
     modules, and torch with them, are then imported)."""
-    root = Path(commgnn.systems.__file__).parent
     described = {}
-    for path in sorted(root.glob("*/__init__.py")):
+    for path in sorted(SYSTEMS_DIR.glob("*/__init__.py")):
         description = importlib.import_module(f"commgnn.systems.{path.parent.name}").DESCRIPTION
         described[description.name] = description
     if metadata.entry_points(group=ENTRY_POINT_GROUP):

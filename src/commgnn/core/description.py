@@ -68,8 +68,9 @@ class SystemDescription:
         """``options`` validated (ConfigError naming ``where.<key>``), defaults filled in;
         without the ``system`` key."""
         where = where or f"systems.{self.name}"
-        for old in sorted(set(options) & set(self.renamed)):
-            raise ConfigError(f"{where}.{old}: renamed {self.renamed[old]!r}")
+        old = sorted(set(options) & set(self.renamed))
+        if old:
+            raise ConfigError(f"{where}.{old[0]}: renamed {self.renamed[old[0]]!r}")
         validate({**options, "system": self.name}, self.option_schema(), prefix=where)
         resolved = {key: prop["default"] for key, prop in self.option_properties().items()
                     if "default" in prop}

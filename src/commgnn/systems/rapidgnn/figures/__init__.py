@@ -1,6 +1,4 @@
-"""RapidGNN's figures and tables, one module each: ``make(inputs, out_png)``
-writes the figure (PNG, and PDF beside it) and returns the plotted data (written next to
-it as CSV by ``commgnn figure``)."""
+"""RapidGNN's figures and tables, one module each (the contract: :mod:`commgnn.catalog`)."""
 
 #: module -> (paper, the paper's figure or table, what it shows), in the index's order.
 INDEX: dict[str, tuple[str, str, str]] = {
