@@ -485,6 +485,19 @@ def test_named_models_reach_the_run_spec():
     assert json.loads(specs["gatv2"].to_json())["model_options"]["conv"] == "GATv2Conv"
 
 
+def test_eval_fanouts_training_follows_each_runs_depth():
+    """``eval_fanouts: training`` passes the checks in a config of several depths and gives
+    each run its own training fan-outs to evaluate with."""
+    config = _with(lambda c: (
+        c["training"].update(eval_fanouts="training", depth_fanouts={3: [5, 4, 3]}),
+        c["experiments"][0].update(models=["sage", "gcn-3"])))
+    validate(config)
+    got = {s.model: (s.get("fanouts"), s.get("eval_fanouts"))
+           for s in expand_experiments(config)}
+    assert got == {"sage": (BASE["training"]["fanouts"], BASE["training"]["fanouts"]),
+                   "gcn-3": ([5, 4, 3], [5, 4, 3])}
+
+
 @pytest.mark.parametrize(("change", "error"), [
     (lambda c: c["training"].update(fanouts=[2] * 10), None),
     (lambda c: (c["training"].update(depth_fanouts={10: [2] * 10, 9: [2] * 9}),

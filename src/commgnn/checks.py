@@ -296,7 +296,7 @@ def _depth_problems(config: dict) -> list[str]:
             problems.append(f"training.depth_fanouts.{depth}: {fanouts}: {len(fanouts)} "
                             f"fan-outs for {depth} layers")
     eval_fanouts = training.get("eval_fanouts")
-    if eval_fanouts is not None:
+    if eval_fanouts not in (None, "training"):
         for model, depth in sorted(_model_depths(config).items()):
             if len(eval_fanouts) != depth:
                 problems.append(f"training.eval_fanouts: {eval_fanouts}: {len(eval_fanouts)} "

@@ -39,11 +39,19 @@ def model_training(training: dict, model: str, where: str,
     """``training`` for ``model``: a named model's overrides (``options``, its ``models``
     entry: ``hidden``, ``heads``, ``dropout``) replace the shared settings, and a depth
     suffix takes its fan-outs from ``depth_fanouts`` (ConfigError naming ``where`` when they
-    are missing)."""
+    are missing); ``eval_fanouts: training`` becomes the run's training fan-outs."""
 
     overrides = {k: options[k] for k in MODEL_OVERRIDES if k in (options or {})}
     if overrides:
         training = {**training, **overrides}
+    training = _with_depth(training, model, where)
+    if training.get("eval_fanouts") == "training":
+        training = {**training, "eval_fanouts": list(training["fanouts"])}
+    return training
+
+
+def _with_depth(training: dict, model: str, where: str) -> dict:
+    """``training`` with the fan-outs of ``model``'s depth suffix, if it has one."""
     _, depth = split_model(model)
     if depth is None or depth == len(training["fanouts"]):
         return training

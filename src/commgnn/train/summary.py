@@ -80,6 +80,8 @@ DILATION_KEYS = ("time_dilation_source", "workload", "workload_key", "compute_st
 #: the epoch it resumed from (its checkpoint; null: from the start) and the previous
 #: attempt's one-line error (null on a first attempt).
 ATTEMPT_KEYS = ("attempt", "resumed_from_epoch", "failed_attempt")
+#: Model selection by validation accuracy over the evaluated epochs (:func:`selection`).
+SELECTION_KEYS = ("best_val_acc", "best_val_epoch", "test_acc_at_best_val", "val_gain_last3")
 
 
 def attempt_record(attempt: int = 1, failed_attempt: str | None = None,
@@ -108,13 +110,28 @@ COMMON_KEYS = (
     "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
     "allreduce_bytes_per_epoch", "shuffle_bytes_per_epoch", "migration_bytes_per_epoch",
     *(f"{kind}_bytes_per_step" for kind in STEP_BYTE_KINDS),
-    "test_acc", "val_acc",
+    "test_acc", "val_acc", *SELECTION_KEYS,
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "peak_rss_bytes",
     "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
     "energy_target_per_epoch_j", *walltime.KEYS, "device", "device_mode", "clock",
     "energy_gpu_attribution", "testbed", "commit", *ATTEMPT_KEYS,
 )
+
+
+def selection(evaluated: list[dict]) -> dict:
+    """Model selection over the evaluated epochs' rows (in epoch order): the highest
+    validation accuracy (the first epoch on a tie), its epoch and that epoch's test accuracy;
+    ``val_gain_last3``, how much the last 3 evaluations raised the best validation accuracy
+    over the ones before (a plateau: a gain near 0; NaN with 3 or fewer evaluations). All
+    NaN without evaluations."""
+    if not evaluated:
+        return dict.fromkeys(SELECTION_KEYS, math.nan)
+    best = max(evaluated, key=lambda e: e["val_acc"])  # max keeps the first maximum
+    before = [e["val_acc"] for e in evaluated[:-3]]
+    return {"best_val_acc": best["val_acc"], "best_val_epoch": best["epoch"],
+            "test_acc_at_best_val": best["test_acc"],
+            "val_gain_last3": best["val_acc"] - max(before) if before else math.nan}
 
 
 def cpu_plan(workers: int) -> dict:
@@ -334,6 +351,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "cache_misses_per_epoch": per_epoch["cache_misses"],
         "test_acc": last_eval[-1]["test_acc"] if last_eval else math.nan,
         "val_acc": last_eval[-1]["val_acc"] if last_eval else math.nan,
+        **selection(last_eval),
         "final_train_loss": epochs[-1]["train_loss"],
         "energy_j": sum(e["energy_j"] for e in epochs),
         "energy_meter": meter,
