@@ -2,10 +2,13 @@
 
 Usage: python benchmarks/collect_grappa.py RUNS_CSV OUT_PREFIX
 
-Per depth (layers) and seed: the baseline (`default`, any variant) epoch time over
-Grappa's, with Grappa's epoch time excluding its switches (the paper's accounting) and
-including them; then mean, standard deviation and the per-seed values. Per depth and
-variant (Grappa, its ablations, the baseline): final test accuracy, mean ± std over seeds.
+Per model, depth (layers) and seed, for each baseline variant (`default` on each
+partitioning: DGL-METIS, DGL-Random): the baseline's epoch time over Grappa's, with
+Grappa's epoch time excluding its switches (the paper's accounting) and including them;
+then mean, standard deviation and the per-seed values. Per model, depth and variant
+(Grappa, its ablations, the baselines): the last evaluation's test accuracy, mean ± std
+over seeds, and where the runs recorded model selection the test accuracy at the best
+validation epoch and the largest gain of the last 3 evaluations (a plateau: near 0).
 Times are target times (raw ÷ time dilation) as in every summary; the dilation factors
 are listed.
 """
@@ -22,38 +25,51 @@ from commgnn.systems.grappa.figures.grappa_runs import load_runs
 
 
 def ratios(runs: pd.DataFrame) -> list[dict]:
+    """Per model, depth and baseline variant (``default`` on each partitioning): the
+    baseline's epoch time over Grappa's, seeds paired."""
     out = []
     base = runs[runs["base_system"] == "default"]
     grappa = runs[runs["variant"] == "Grappa"]
-    for layers in sorted(grappa["layers"].unique()):
-        g = grappa[grappa["layers"] == layers].set_index("seed")
-        d = base[base["layers"] == layers].set_index("seed")
-        seeds = sorted(set(g.index) & set(d.index))
-        if not seeds:
-            continue
-        for label, column in (("excl. switch", "epoch_time_excl_switch_s"),
-                              ("incl. switch", "mean_epoch_time_s")):
-            values = [float(d.loc[s, "mean_epoch_time_s"] / g.loc[s, column]) for s in seeds]
-            series = pd.Series(values)
-            out.append({"layers": int(layers), "ratio": f"default / grappa epoch ({label})",
-                        "mean": series.mean(), "std": series.std(ddof=1) if len(values) > 1
-                        else float("nan"), "per_seed": values, "seeds": seeds,
-                        "default_s": [float(d.loc[s, "mean_epoch_time_s"]) for s in seeds],
-                        "grappa_s": [float(g.loc[s, column]) for s in seeds],
-                        "dilation": sorted({float(x) for x in d["time_dilation"]}
-                                           | {float(x) for x in g["time_dilation"]})})
+    for (model, layers), cell in grappa.groupby(["model", "layers"]):
+        g = cell.set_index("seed")
+        for baseline, group in base[(base["model"] == model)
+                                    & (base["layers"] == layers)].groupby("variant"):
+            d = group.set_index("seed")
+            seeds = sorted(set(g.index) & set(d.index))
+            for label, column in (("excl. switch", "epoch_time_excl_switch_s"),
+                                  ("incl. switch", "mean_epoch_time_s")):
+                values = [float(d.loc[s, "mean_epoch_time_s"] / g.loc[s, column])
+                          for s in seeds]
+                series = pd.Series(values, dtype=float)
+                out.append({"model": model, "layers": int(layers), "baseline": baseline,
+                            "ratio": f"{baseline} / grappa epoch ({label})",
+                            "mean": series.mean(), "std": series.std(ddof=1)
+                            if len(values) > 1 else float("nan"),
+                            "per_seed": values, "seeds": seeds,
+                            "default_s": [float(d.loc[s, "mean_epoch_time_s"]) for s in seeds],
+                            "grappa_s": [float(g.loc[s, column]) for s in seeds],
+                            "dilation": sorted({float(x) for x in d["time_dilation"]}
+                                               | {float(x) for x in g["time_dilation"]})})
     return out
 
 
 def accuracy(runs: pd.DataFrame) -> list[dict]:
+    """Per model, depth and variant: the last evaluation's test accuracy, and where the runs
+    recorded model selection the test accuracy at the best validation epoch and the largest
+    gain of the last 3 evaluations (a plateau: near 0)."""
     rows = []
-    for (layers, variant), group in runs.groupby(["layers", "variant"]):
-        rows.append({"layers": int(layers), "variant": variant,
-                     "test_acc": group["test_acc"].mean(),
-                     "test_acc_std": group["test_acc"].std(ddof=1) if len(group) > 1
-                     else float("nan"),
-                     "per_seed": group.sort_values("seed")["test_acc"].tolist(),
-                     "epochs": int(group["epochs"].max())})
+    for (model, layers, variant), group in runs.groupby(["model", "layers", "variant"]):
+        group = group.sort_values("seed")
+        row = {"model": model, "layers": int(layers), "variant": variant,
+               "test_acc": group["test_acc"].mean(),
+               "test_acc_std": group["test_acc"].std(ddof=1) if len(group) > 1
+               else float("nan"),
+               "per_seed": group["test_acc"].tolist(),
+               "epochs": int(group["epochs"].max())}
+        if "test_acc_at_best_val" in group:
+            row["test_acc_at_best_val"] = group["test_acc_at_best_val"].mean()
+            row["val_gain_last3_max"] = group["val_gain_last3"].max(skipna=False)
+        rows.append(row)
     return rows
 
 
@@ -61,19 +77,25 @@ def markdown(title: str, ratio_rows: list[dict], acc_rows: list[dict]) -> str:
     lines = [f"# {title} (generated by benchmarks/collect_grappa.py)", ""]
     if ratio_rows:
         lines += ["## Epoch time ratio (target times)", "",
-                  "| layers | ratio | mean | std | per seed | f |", "|---|---|---|---|---|---|"]
+                  "| model | layers | ratio | mean | std | per seed | f |",
+                  "|---|---|---|---|---|---|---|"]
         for r in ratio_rows:
             per = ", ".join(f"{v:.2f}" for v in r["per_seed"])
             dil = ", ".join(f"{f:.0f}" for f in r["dilation"])
-            lines.append(f"| {r['layers']} | {r['ratio']} | {r['mean']:.2f} | {r['std']:.2f} "
-                         f"| {per} | {dil} |")
+            lines.append(f"| {r['model']} | {r['layers']} | {r['ratio']} | {r['mean']:.2f} "
+                         f"| {r['std']:.2f} | {per} | {dil} |")
         lines.append("")
-    lines += ["## Test accuracy", "", "| layers | variant | epochs | mean | std | per seed |",
-              "|---|---|---|---|---|---|"]
+    lines += ["## Test accuracy (last evaluation; at the best validation epoch; the largest "
+              "gain of the last 3 evaluations over seeds, unknown with 3 or fewer)", "",
+              "| model | layers | variant | epochs | mean | std | per seed | at best val "
+              "| val gain last 3 |", "|---|---|---|---|---|---|---|---|---|"]
     for r in acc_rows:
         per = ", ".join(f"{v:.3f}" for v in r["per_seed"])
-        lines.append(f"| {r['layers']} | {r['variant']} | {r['epochs']} | {r['test_acc']:.3f} "
-                     f"| {r['test_acc_std']:.3f} | {per} |")
+        best = r.get("test_acc_at_best_val", float("nan"))
+        gain = r.get("val_gain_last3_max", float("nan"))
+        lines.append(f"| {r['model']} | {r['layers']} | {r['variant']} | {r['epochs']} "
+                     f"| {r['test_acc']:.3f} | {r['test_acc_std']:.3f} | {per} | {best:.3f} "
+                     f"| {gain:.3f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -294,3 +294,21 @@ def test_clustergcn_epoch_ratio_is_gated_and_needs_its_rows():
         "not measured"
     assert judge(BY_ID["grappa-vs-clustergcn-accuracy"], {}, RUNS, {})["verdict"] == \
         "not measured"
+
+
+def test_accuracy_compares_only_cells_at_a_validation_plateau():
+    """With model selection recorded, a cell counts only if all its Grappa and DGL-METIS runs
+    had plateaued (the last 3 evaluations raised the best validation accuracy by ≤ 0.005);
+    no such cell: not measured. Tables from before model selection are judged, noted."""
+    table = _accuracy_table((0.0, 0.0), 0.04, 0.10)
+    gains = {("sage-3", "Grappa"): 0.001, ("sage-3", "default (metis4)"): 0.005,
+             ("sage-4", "Grappa"): 0.001, ("sage-4", "default (metis4)"): 0.02}
+    table["val_gain_last3"] = [gains.get((m, v), math.nan)
+                               for m, v in zip(table["model"], table["variant"], strict=True)]
+    row = _judge("grappa-accuracy-depth-deep", table)
+    assert row["n"] == 1 and row["our_value"] == pytest.approx(0.04)  # sage-4: DGL not flat
+    assert "1 cells short of a plateau left out" in row["reason"]
+    row = _judge("grappa-accuracy-depth-parity", table)  # 2-layer gains unknown (NaN)
+    assert row["verdict"] == "not measured" and "no cell at a validation plateau" in row["reason"]
+    untouched = _judge("grappa-accuracy-depth-deep", _accuracy_table((0, 0), 0.04, 0.10))
+    assert untouched["n"] == 2 and "plateau not recorded" in untouched["reason"]

@@ -3,7 +3,9 @@
 From the runs table: per cell (dataset, model, depth, partitions, batch, network) and
 variant, the mean over seeds of the epoch time (target seconds, with and without Grappa's
 switches — the paper's epoch time excludes them), the switch time per epoch, the total
-time and the test accuracy, with the spread over seeds; ``speedup`` is the cell's
+time and the test accuracy, with the spread over seeds, and where the runs recorded model
+selection the largest gain of their last 3 evaluations (``val_gain_last3``: unknown if any
+run has none; a plateau near 0); ``speedup`` is the cell's
 ``default`` epoch time (the first default variant) over the row's, seeds paired by mean.
 """
 
@@ -20,8 +22,11 @@ from commgnn.systems.grappa.figures.grappa_runs import load_runs
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs = load_runs(inputs)
     grouped = runs.groupby([*CELL, "variant"])
+    selection = {"val_gain_last3": ("val_gain_last3", lambda s: s.max(skipna=False))} \
+        if "val_gain_last3" in runs else {}  # runs from before model selection have none
     data = grouped.agg(
         seeds=("seed", "nunique"),
+        **selection,
         epoch_time_s=("mean_epoch_time_s", "mean"),
         epoch_time_std_s=("mean_epoch_time_s", "std"),
         epoch_time_excl_switch_s=("epoch_time_excl_switch_s", "mean"),
