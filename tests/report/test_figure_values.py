@@ -143,7 +143,8 @@ def _grappa_variant(summary: dict) -> str:
         return f"{summary['base_system']} ({summary['partitioning']})"
     options = summary["system_options"]
     assert (options["switching"], options["mode"], options["remote_edge_fraction"],
-            options["active_workers"]) == ("sweep", "sampling", 0.0, 0)
+            options["active_workers"], options["chunk_halo_hops"]) == (
+        "sweep", "sampling", 0.0, 0, "depth")
     return {"resampling": "Grappa", "none": "Grappa-UW"}[options["estimator"]]
 
 

@@ -10,10 +10,13 @@ from commgnn.core.errors import NotApplicable
 
 
 def variant(row: pd.Series) -> str:
-    """Grappa's ablation name of a run (Table 7), or ``<system> (<partition method>)``."""
+    """Grappa's ablation name of a run (Table 7; ``iso``: strict isolation,
+    ``chunk_halo_hops: 0``), or ``<system> (<partition method>)``."""
     if row["base_system"] != "grappa":
         return f"{row['base_system']} ({row['partitioning']})"
     parts = []
+    if str(row.get("option_chunk_halo_hops")) in ("0", "0.0"):
+        parts.append("iso")  # strict isolation: no halo (the paper's Grappa has its k-hop one)
     if row.get("option_estimator") == "none":
         parts.append("UW")
     elif row.get("option_estimator") == "harmonic":
