@@ -312,3 +312,12 @@ def test_accuracy_compares_only_cells_at_a_validation_plateau():
     assert row["verdict"] == "not measured" and "no cell at a validation plateau" in row["reason"]
     untouched = _judge("grappa-accuracy-depth-deep", _accuracy_table((0, 0), 0.04, 0.10))
     assert untouched["n"] == 2 and "plateau not recorded" in untouched["reason"]
+
+
+def test_scaled_stand_ins_stand_for_the_papers_dataset():
+    from commgnn.systems.grappa.claims import paper_dataset
+
+    assert paper_dataset("products-like") == "OGBN-Products"
+    assert paper_dataset("products-like-10") == "OGBN-Products"  # a tenth, named after it
+    assert paper_dataset("synth-arxiv") == "OGBN-Arxiv"
+    assert paper_dataset("products-likely") is None and paper_dataset("tiny") is None

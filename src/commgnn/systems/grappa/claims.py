@@ -1,8 +1,9 @@
 """The Grappa paper's headline claims (see :mod:`commgnn.report.claims`; spec §3).
 
 Cells are matched: a claim on Table 3 compares the mean over our cells with the mean of the
-paper's values for the same model, depth and dataset (:data:`DATASETS` maps our stand-ins
-to the paper's datasets). DGL-METIS is the cell's first ``default (metis…)`` variant.
+paper's values for the same model, depth and dataset (:func:`paper_dataset` maps our
+stand-ins, and scaled copies named after them, to the paper's datasets). DGL-METIS is the
+cell's first ``default (metis…)`` variant.
 
 Two claims (scaling, switch overhead) decide whether the effect holds on a second measured
 number (DGL-METIS's scaling; Grappa's speedup once switches count): their measurement
@@ -45,6 +46,19 @@ GRAPPA_SYSTEM = _GRAPPA.name
 #: Our dataset → the paper's (the spec's name map).
 DATASETS = {"arxiv-like": "OGBN-Arxiv", "synth-arxiv": "OGBN-Arxiv", "reddit-like": "Reddit",
             "products-like": "OGBN-Products", "papers100m-like": "OGBN-Papers100M"}
+
+
+def paper_dataset(name: str) -> str | None:
+    """The paper's dataset a stand-in stands for: :data:`DATASETS`' entry for ``name``, or
+    for the stand-in ``name`` is a scaled copy of (``products-like-10``: its name, a dash and
+    a suffix); None for any other dataset."""
+    name = str(name)
+    for key in sorted(DATASETS, key=len, reverse=True):
+        if name == key or name.startswith(f"{key}-"):
+            return DATASETS[key]
+    return None
+
+
 #: The columns of :data:`SPEEDUP`.
 PAPER_DATASETS = ("OGBN-Arxiv", "Reddit", "OGBN-Products", "OGBN-Papers100M")
 #: Table 3 (derived): DGL-METIS ÷ Grappa epoch time, 16 partitions on 16 V100s, per
@@ -102,7 +116,7 @@ def _paired(table: pd.DataFrame) -> pd.DataFrame:
 def _paper_speedup(model: str, layers: int, dataset: str) -> float | None:
     """:data:`SPEEDUP`'s entry for the cell; None if it has none."""
     row = SPEEDUP.get((split_model(str(model))[0], int(layers)))
-    paper = DATASETS.get(str(dataset))
+    paper = paper_dataset(dataset)
     return None if row is None or paper is None else row[PAPER_DATASETS.index(paper)]
 
 
@@ -180,7 +194,7 @@ def _scaling(table: pd.DataFrame) -> Measured:
     if not cells:
         raise NotMeasured("no dataset/model with Grappa and DGL-METIS at two partition counts")
     cells = pd.DataFrame(cells)
-    arxiv = cells["dataset"].map(DATASETS).eq("OGBN-Arxiv")
+    arxiv = cells["dataset"].map(paper_dataset).eq("OGBN-Arxiv")
     info = (f"OGBN-Arxiv (excluded, as the paper): Grappa {cells[arxiv]['grappa'].mean():.2f}, "
             f"DGL-METIS {cells[arxiv]['metis'].mean():.2f}" if arxiv.any() else "")
     rows = cells[~arxiv]
