@@ -321,3 +321,18 @@ def test_scaled_stand_ins_stand_for_the_papers_dataset():
     assert paper_dataset("products-like-10") == "OGBN-Products"  # a tenth, named after it
     assert paper_dataset("synth-arxiv") == "OGBN-Arxiv"
     assert paper_dataset("products-likely") is None and paper_dataset("tiny") is None
+
+
+def test_clustergcn_accuracy_needs_both_systems_at_a_plateau():
+    """Table 5's accuracy claim, with model selection recorded: a Cluster-GCN setting counts
+    only if its runs and the cell's Grappa runs had plateaued; a scaled products-like
+    stand-in is the paper's dataset (no note)."""
+    table = _t5("products-like-10", (-0.02, -0.04), (0.4, 0.6))
+    table["val_gain_last3"] = [0.001, 0.03, 0.002]  # C=0 flat, C=1 still rising, Grappa flat
+    table["val_gain_last3_grappa"] = 0.002
+    row = _judge("grappa-vs-clustergcn-accuracy", table)
+    assert row["n"] == 1 and row["our_value"] == pytest.approx(-0.02)
+    assert "1 cells short of a plateau left out" in row["reason"]
+    assert "OGBN-Products" not in row["reason"]
+    table["val_gain_last3_grappa"] = math.nan  # Grappa evaluated 3 times or fewer
+    assert _judge("grappa-vs-clustergcn-accuracy", table)["verdict"] == "not measured"

@@ -133,3 +133,17 @@ def test_runs_behind(make_spec):
     assert not grappa_table5.runs_behind(spec("clustergcn", model="gcn-3",
                                               fanouts=(5, 5, 5)))
     assert not grappa_table5.runs_behind(spec("default"))
+
+
+def test_model_selection_follows_the_columns(tmp_path, monkeypatch):
+    """Runs that recorded model selection: the largest gain of the last 3 evaluations over
+    seeds (unknown if any seed has none) and the cell's Grappa's follow the columns."""
+    monkeypatch.setattr(grappa_table5, "save_table", lambda *a, **kw: None)
+    gains = [0.001, 0.004, 0.002, math.nan, 0.0, 0.0, 0.0, 0.0]  # ROWS' order
+    rows = [{**row, "val_gain_last3": g} for row, g in zip(ROWS, gains, strict=True)]
+    data = grappa_table5.make(_tables(tmp_path, rows), tmp_path / "t5.png")
+    assert list(data.columns) == [*grappa_table5.COLUMNS, "val_gain_last3",
+                                  "val_gain_last3_grappa"]
+    cg, gr = (data.iloc[i] for i in range(2))
+    assert cg["val_gain_last3"] == pytest.approx(0.004) and math.isnan(gr["val_gain_last3"])
+    assert math.isnan(cg["val_gain_last3_grappa"])

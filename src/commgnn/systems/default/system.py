@@ -6,10 +6,11 @@ nodes, as DGL's ``node_split`` gives a trainer of a METIS partition; HopGNN's "L
 variant) or ``global`` (the whole training set is shuffled each epoch with a shared seed
 and split evenly across the workers, as the HopGNN baselines were read to do; most of a
 worker's seeds then belong to other partitions, so a METIS partition moves the same bytes
-as a random one — measured: ``benchmarks/configs/grappa_eval_depth.yaml``). ``sampling`` — ``distributed`` (DistDGL: rows of other partitions'
-nodes sampled by their owners over RPC, the ``sampling`` traffic class;
-:mod:`commgnn.runtime.remote_sampler`) or ``replicated`` (every worker samples from the
-whole graph for free). Both give the same batches.
+as a random one — measured: ``benchmarks/configs/grappa_eval_depth.yaml``).
+``sampling`` — ``distributed`` (DistDGL: rows of other partitions' nodes sampled by their
+owners over RPC, the ``sampling`` traffic class; :mod:`commgnn.runtime.remote_sampler`) or
+``replicated`` (every worker samples from the whole graph for free). Both give the same
+batches.
 """
 
 from __future__ import annotations
