@@ -34,6 +34,15 @@ def variant(row: pd.Series) -> str:
     return "-".join(["Grappa", *parts])
 
 
+def plateau_aggregation(runs: pd.DataFrame) -> dict:
+    """The named aggregation of a per-cell table's plateau test: the largest
+    ``val_gain_last3`` over the cell's runs (unknown if any run has none); nothing for runs
+    from before model selection (no such column)."""
+    if "val_gain_last3" not in runs:
+        return {}
+    return {"val_gain_last3": ("val_gain_last3", lambda gains: gains.max(skipna=False))}
+
+
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables, with ``variant`` and the epoch time without Grappa's switches."""
     runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)

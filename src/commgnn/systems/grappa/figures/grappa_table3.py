@@ -16,17 +16,15 @@ from pathlib import Path
 import pandas as pd
 
 from commgnn.report.figures.plotting import CELL, TIME_NOTE, save_bars
-from commgnn.systems.grappa.figures.grappa_runs import load_runs
+from commgnn.systems.grappa.figures.grappa_runs import load_runs, plateau_aggregation
 
 
 def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
     runs = load_runs(inputs)
     grouped = runs.groupby([*CELL, "variant"])
-    selection = {"val_gain_last3": ("val_gain_last3", lambda s: s.max(skipna=False))} \
-        if "val_gain_last3" in runs else {}  # runs from before model selection have none
     data = grouped.agg(
         seeds=("seed", "nunique"),
-        **selection,
+        **plateau_aggregation(runs),
         epoch_time_s=("mean_epoch_time_s", "mean"),
         epoch_time_std_s=("mean_epoch_time_s", "std"),
         epoch_time_excl_switch_s=("epoch_time_excl_switch_s", "mean"),

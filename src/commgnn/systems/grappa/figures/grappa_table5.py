@@ -36,7 +36,7 @@ import pandas as pd
 
 from commgnn.core.spec import split_model
 from commgnn.report.figures.plotting import save_table
-from commgnn.systems.grappa.figures.grappa_runs import variant
+from commgnn.systems.grappa.figures.grappa_runs import plateau_aggregation, variant
 
 CLUSTER_GCN, GRAPPA = "Cluster-GCN", "Grappa"
 #: Table 5 of the paper (GCN-2, OGBN-Products, H100): epoch time (s), test accuracy,
@@ -116,10 +116,7 @@ def table(runs: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     runs = per_run(runs, parts)
     if runs.empty:
         return pd.DataFrame(columns=COLUMNS)
-    # runs that recorded model selection: the largest gain of the last 3 evaluations over
-    # seeds (unknown if any run has none), the plateau test of the accuracy claims
-    selection = {"val_gain_last3": ("val_gain_last3", lambda g: g.max(skipna=False))} \
-        if "val_gain_last3" in runs else {}
+    selection = plateau_aggregation(runs)  # the accuracy claims' plateau test, if recorded
     data = runs.groupby(ROW, sort=True, dropna=False).agg(
         seeds=("seed", "nunique"),
         epoch_time_s=("epoch_time_s", "mean"), epoch_time_std_s=("epoch_time_s", "std"),
