@@ -45,7 +45,7 @@ def plateau_aggregation(runs: pd.DataFrame) -> dict:
 
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables, with ``variant`` and the epoch time without Grappa's switches."""
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
     if not (runs["base_system"] == "grappa").any():
         raise NotApplicable("no grappa runs in the runs table: add grappa to the experiments")
     switch = pd.Series(runs.get("switch_s_per_epoch", 0.0), index=runs.index).fillna(0.0)
