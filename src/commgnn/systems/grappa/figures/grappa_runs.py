@@ -49,6 +49,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     if not (runs["base_system"] == "grappa").any():
         raise NotApplicable("no grappa runs in the runs table: add grappa to the experiments")
     switch = pd.Series(runs.get("switch_s_per_epoch", 0.0), index=runs.index).fillna(0.0)
-    # one assign (a copy): column by column fragments the wide runs table
+    # copied once and extended in one assign: inserting column by column into the wide,
+    # concatenated runs table fragments it (a pandas warning on every figure)
     return runs.assign(variant=runs.apply(variant, axis=1), switch_s_per_epoch=switch,
                        epoch_time_excl_switch_s=runs["mean_epoch_time_s"] - switch)
