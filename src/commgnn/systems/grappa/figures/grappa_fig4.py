@@ -16,12 +16,17 @@ from commgnn.report.figures.plotting import TIME_NOTE, finish
 from commgnn.systems.grappa.figures.grappa_runs import load_runs
 
 
-def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
-    runs = load_runs(inputs)
-    runs["epoch_time_s"] = runs["epoch_time_excl_switch_s"]
-    data = runs.groupby(["dataset", "model", "layers", "variant", "workers"]).agg(
-        epoch_time_s=("epoch_time_s", "mean"), epoch_time_std_s=("epoch_time_s", "std"),
+def by_partitions(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, model, depth, variant and partition count (``workers``): the mean epoch
+    time without switches over seeds, its standard deviation and the seed count."""
+    return runs.groupby(["dataset", "model", "layers", "variant", "workers"]).agg(
+        epoch_time_s=("epoch_time_excl_switch_s", "mean"),
+        epoch_time_std_s=("epoch_time_excl_switch_s", "std"),
         seeds=("seed", "nunique")).reset_index()
+
+
+def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
+    data = by_partitions(load_runs(inputs))
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, group in data.groupby(["dataset", "model", "variant"]):
         ax.errorbar(group["workers"], group["epoch_time_s"],
