@@ -78,6 +78,7 @@ from commgnn.train.context import WorkerContext
 from commgnn.train.dilation import resolve_dilation
 from commgnn.train.evaluate import evaluate
 from commgnn.train.metrics import JsonlWriter, StepRecord
+from commgnn.train.plateau import WINDOW, at_plateau
 from commgnn.train.summary import (
     NETWORK_CLASSES,
     add_cumulative,
@@ -383,6 +384,12 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
     meter.start()
     epochs = spec.get("epochs")
     eval_every = spec.get("eval_every")
+    plateau_gain = spec.get("stop_at_plateau")
+    evaluated_val = []  # the validation accuracies so far, the same on every worker
+    if plateau_gain is not None and start_epoch:  # an interrupted run's, from rank 0's rows
+        kept = [[row["val_acc"] for row in history if row.get("val_acc") is not None]]
+        dist.broadcast_object_list(kept, src=0)
+        evaluated_val = kept[0]
     for epoch in range(start_epoch, epochs):
         torch.manual_seed(derive_seed(spec.seed, "torch", rank, epoch) % 2**63)
         emulator.set_epoch(epoch)
@@ -436,6 +443,14 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
                 save_checkpoint(ckpt_dir, epoch, model, optimizer, _resume_key(spec, paths),
                                 states)
         dist.barrier()
+        if plateau_gain is not None and "val_acc" in records[0]:
+            evaluated_val.append(records[0]["val_acc"])  # every worker's records alike
+            if at_plateau(evaluated_val, plateau_gain):
+                if rank == 0:
+                    log.info("validation plateau after epoch %d (the last %d evaluations "
+                             "raised the best by ≤ %g): stopping, %d epochs before the "
+                             "bound", epoch + 1, WINDOW, plateau_gain, epochs - epoch - 1)
+                break
     steps_out.close()
     system.close()
     meter.stop()

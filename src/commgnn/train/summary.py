@@ -37,6 +37,7 @@ from commgnn.network.netem import (
 )
 from commgnn.train import walltime
 from commgnn.train.clocks import run_clock
+from commgnn.train.plateau import at_plateau, gain_of_last
 from commgnn.train.system import System
 
 #: Traffic classes whose modelled link seconds and bytes each epoch record carries
@@ -110,7 +111,7 @@ COMMON_KEYS = (
     "sampling_rpcs_per_epoch", "sampling_bytes_per_epoch", "allreduce_messages_per_epoch",
     "allreduce_bytes_per_epoch", "shuffle_bytes_per_epoch", "migration_bytes_per_epoch",
     *(f"{kind}_bytes_per_step" for kind in STEP_BYTE_KINDS),
-    "test_acc", "val_acc", *SELECTION_KEYS,
+    "test_acc", "val_acc", *SELECTION_KEYS, "stopped_at_plateau",
     "final_train_loss", "energy_j", "energy_meter", "peak_mem_bytes", "peak_rss_bytes",
     "batch_feature_bytes_max", "steps_per_epoch",
     "energy_per_epoch_j", "energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j",
@@ -128,10 +129,19 @@ def selection(evaluated: list[dict]) -> dict:
     if not evaluated:
         return dict.fromkeys(SELECTION_KEYS, math.nan)
     best = max(evaluated, key=lambda e: e["val_acc"])  # max keeps the first maximum
-    before = [e["val_acc"] for e in evaluated[:-3]]
     return {"best_val_acc": best["val_acc"], "best_val_epoch": best["epoch"],
             "test_acc_at_best_val": best["test_acc"],
-            "val_gain_last3": best["val_acc"] - max(before) if before else math.nan}
+            "val_gain_last3": gain_of_last([e["val_acc"] for e in evaluated], 3)}
+
+
+def stopped_at_plateau(gain: float | None, evaluated: list[dict]) -> bool | None:
+    """Whether a run under ``training.stop_at_plateau: gain`` ended at its validation
+    plateau (its trainer stops at the first evaluation that meets the rule, so a run that
+    met it ended there; one that did not ran to its ``epochs`` bound). None when the rule
+    was off."""
+    if gain is None:
+        return None
+    return at_plateau([e["val_acc"] for e in evaluated], gain)
 
 
 def cpu_plan(workers: int) -> dict:
@@ -352,6 +362,7 @@ def run_summary(spec: RunSpec, system: System, epochs: list[dict], meter: str,
         "test_acc": last_eval[-1]["test_acc"] if last_eval else math.nan,
         "val_acc": last_eval[-1]["val_acc"] if last_eval else math.nan,
         **selection(last_eval),
+        "stopped_at_plateau": stopped_at_plateau(spec.get("stop_at_plateau"), last_eval),
         "final_train_loss": epochs[-1]["train_loss"],
         "energy_j": sum(e["energy_j"] for e in epochs),
         "energy_meter": meter,

@@ -235,6 +235,7 @@ class DistDGL(System):
             "dropout": spec.get("dropout"), "lr": spec.get("lr"),
             "weight_decay": spec.get("weight_decay"), "batch_size": spec.batch_size,
             "epochs": spec.get("epochs"), "eval_every": spec.get("eval_every"),
+            "stop_at_plateau": spec.get("stop_at_plateau"),
             "eval_max_nodes": spec.get("eval_max_nodes"), "seed": spec.seed}
         threads = max(1, (os.cpu_count() or 1) // spec.workers)
         started = time.perf_counter()

@@ -14,6 +14,7 @@ step count of the largest one, a smaller one cycling through its batches.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
@@ -33,6 +34,19 @@ from dgl.distributed import rpc_client
 from torch import nn
 
 MACHINE = int(os.environ["COMMGNN_MACHINE"])
+
+
+def _plateau_rule():
+    """commgnn's plateau rule (``commgnn/train/plateau.py``, standard library only), loaded
+    by path: this environment has DGL's torch and no commgnn."""
+    path = Path(__file__).resolve().parents[2] / "train" / "plateau.py"
+    spec = importlib.util.spec_from_file_location("commgnn_plateau", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PLATEAU = _plateau_rule()
 # Every machine of this host shares its addresses, so DGL's choice of the local machine
 # (the first server whose IP is one of this host's) would make every trainer machine 0.
 rpc_client.get_local_machine_id = lambda _namebook: MACHINE
@@ -184,6 +198,7 @@ def main() -> int:
     setup_s = time.perf_counter() - started
     with open(out / f"steps_w{rank}.jsonl", "w") as step_file, \
             open(out / f"epochs_w{rank}.jsonl", "w") as epoch_file:
+        evaluated_val: list[float] = []
         for epoch in range(job["epochs"]):
             batches = iter(loader)
             totals = {"remote_rows": 0, "remote_bytes": 0, "remote_rpcs": 0, "local_rows": 0,
@@ -240,9 +255,13 @@ def main() -> int:
                 torch.distributed.all_reduce(summed)
                 row["val_acc"] = float(summed[0] / max(1.0, float(summed[1])))
                 row["test_acc"] = float(summed[2] / max(1.0, float(summed[3])))
+                evaluated_val.append(row["val_acc"])  # all-reduced: alike on every worker
             epoch_file.write(json.dumps(row) + "\n")
             step_file.flush()
             epoch_file.flush()
+            gain = job.get("stop_at_plateau")
+            if gain is not None and "val_acc" in row and PLATEAU.at_plateau(evaluated_val, gain):
+                break  # commgnn's rule (training.stop_at_plateau), as its own trainer stops
     torch.distributed.barrier()
     return 0
 

@@ -37,6 +37,7 @@ from commgnn.systems.default import DESCRIPTION as _DEFAULT
 from commgnn.systems.grappa import DESCRIPTION as _GRAPPA
 from commgnn.systems.grappa.figures.grappa_table5 import CLUSTER_GCN, GRAPPA
 from commgnn.systems.grappa.figures.grappa_table5 import PAPER as TABLE5
+from commgnn.train.plateau import EPSILON
 
 #: The names of the systems the claims compare (their packages' descriptions).
 CLUSTERGCN_SYSTEM = _CLUSTERGCN.name
@@ -146,8 +147,8 @@ def _at_plateau(rows: pd.DataFrame, partner: str) -> tuple[pd.DataFrame, str]:
     it), noted so."""
     if "val_gain_last3" not in rows:
         return rows, "plateau not recorded"
-    at = ((rows["val_gain_last3"] <= PLATEAU_GAIN)
-          & (rows[f"val_gain_last3{partner}"] <= PLATEAU_GAIN))
+    bound = PLATEAU_GAIN + EPSILON  # the comparison of the runs' stop rule (train.plateau)
+    at = (rows["val_gain_last3"] <= bound) & (rows[f"val_gain_last3{partner}"] <= bound)
     if not at.any():
         raise NotMeasured(f"no cell at a validation plateau (every run's last 3 evaluations "
                           f"raising its best validation accuracy by ≤ {PLATEAU_GAIN}); "
