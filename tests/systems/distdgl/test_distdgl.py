@@ -29,6 +29,7 @@ from commgnn.systems.distdgl.system import (
     namespace_command,
     require_dgl_python,
 )
+from commgnn.train.plateau import at_plateau
 from commgnn.train.summary import COMMON_KEYS
 
 pytestmark = pytest.mark.timeout(300)
@@ -194,6 +195,29 @@ def test_distdgl_runs_end_to_end_from_the_pipeline(dgl_env, repo_root, tmp_path)
     assert gcn[0]["model"] == "gcn" and gcn[0]["steps_per_epoch"] == gcn[1]["steps_per_epoch"]
     assert abs(gcn[0]["remote_rows_per_epoch"] / gcn[1]["remote_rows_per_epoch"] - 1) < 0.1
     assert not dgl_processes(tmp_path)
+
+
+def test_distdgl_stops_at_commgnns_plateau_rule(dgl_env, tiny_inputs, tmp_path, make_spec):
+    """``training.stop_at_plateau`` ends a DistDGL run by the rule commgnn's trainer uses
+    (``train/plateau.py``, loaded by path in the DGL environment)."""
+    dataset, partition = tiny_inputs
+    convert(dgl_env, dataset, partition, tmp_path / "dgl")
+    spec = make_spec(system="distdgl", epochs=60, stop_at_plateau=0.01)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "commgnn", "train", "--spec", spec.to_json(), "--dataset",
+         str(dataset), "--partition", str(partition), "--out", str(out), "--checkpoints",
+         str(tmp_path / "ckpt"), "--input", f"dgl_partition={tmp_path / 'dgl'}"],
+        capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    vals = [json.loads(line)["val_acc"] for line in
+            (out / "epochs.jsonl").read_text().splitlines()]
+    n = len(vals)
+    assert n < 60, "the tiny run should plateau inside its bound"
+    assert at_plateau(vals, 0.01)
+    assert not any(at_plateau(vals[:k], 0.01) for k in range(1, n))  # at the first time
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["epochs"], summary["stopped_at_plateau"]) == (n, True)
 
 
 def test_a_failed_machine_ends_the_run_naming_it(dgl_env, tiny_inputs, tmp_path, make_spec):

@@ -9,7 +9,9 @@ machine owns (``remote_rows``, pulled from that machine's server through DistTen
 feature bytes, and the sampling, fetch and compute times; per epoch its epoch record
 (``epochs_w<rank>.jsonl``). Training nodes are the training nodes its machine's partition
 owns (``node_split(force_even=False)``), as commgnn's ``default``; every worker runs the
-step count of the largest one, a smaller one cycling through its batches.
+step count of the largest one, a smaller one cycling through its batches. Under
+``stop_at_plateau`` every trainer stops after the first evaluation that meets commgnn's
+plateau rule (the all-reduced accuracies are alike on every trainer).
 """
 
 from __future__ import annotations
