@@ -131,7 +131,7 @@ def selection(evaluated: list[dict]) -> dict:
     best = max(evaluated, key=lambda e: e["val_acc"])  # max keeps the first maximum
     return {"best_val_acc": best["val_acc"], "best_val_epoch": best["epoch"],
             "test_acc_at_best_val": best["test_acc"],
-            "val_gain_last3": gain_of_last([e["val_acc"] for e in evaluated], 3)}
+            "val_gain_last3": gain_of_last([e["val_acc"] for e in evaluated])}
 
 
 def stopped_at_plateau(gain: float | None, evaluated: list[dict]) -> bool | None:

@@ -23,3 +23,15 @@ def test_a_bad_calibration_file_is_one_line_naming_it(tmp_path) -> None:
     data["tables"] = {**data["tables"], "windows": [1, 2]}
     with pytest.raises(InputError, match="windows"):
         CostModel(data)
+
+
+def test_calibration_runs_ignore_the_plateau_rule(make_spec):
+    """A calibration run measures every epoch it is given, whatever the user's
+    ``training.stop_at_plateau`` (the rule needs evaluations; calibration makes none)."""
+    from commgnn.systems.greendygnn.calibrate import _run_spec
+
+    template = make_spec(epochs=9, stop_at_plateau=0.005)
+    spec = _run_spec(template, window=4, epochs=3, delay_ms=5.0, name="calibrate-w4")
+    assert (spec.get("epochs"), spec.get("eval_every"), spec.get("stop_at_plateau")) == \
+        (3, 0, None)
+    assert template.get("stop_at_plateau") == 0.005  # the template is left as it was

@@ -119,7 +119,8 @@ def _run_spec(template: RunSpec, *, window: int, epochs: int, delay_ms: float = 
                "controller": StaticController.name,
                "window": int(window)}
     training = {**template.training, "epochs": int(epochs), "checkpoint": False,
-                "resume": False, "eval_every": 0}
+                "resume": False, "eval_every": 0,
+                "stop_at_plateau": None}  # a measurement runs every epoch it is given
     return dataclasses.replace(template, system=name, network=name, network_spec=network,
                                system_options=options, training=training)
 
