@@ -35,7 +35,7 @@ def check_side_by_side(out: Path) -> None:
     assert claims["verdict"].isin(VERDICTS).all()
     # one pipeline, one testbed: every judged row names it, none pools two
     assert set(claims.loc[claims["provenance"].notna(), "provenance"]) <= {
-        "synthetic v2; congestion v2; dilation per workload; target energy v2"}
+        "synthetic v2; congestion v2; dilation per workload; target energy v2; evaluation v2"}
     # the tiny config's clean runs are undilated, so no comparison behind a claim on time or
     # modelled energy is on a judged clock: none gets a verdict
     timed = {claim.id for claim in CLAIMS if claim.dilated}

@@ -21,7 +21,8 @@ def test_a_dataset_records_its_generator_and_a_run_reads_it_back(tmp_path):
     made = testbed.run_provenance(tmp_path / "ds")
     assert made["generator"] == testbed.SYNTHETIC_GENERATOR
     assert made["testbed"] == "; ".join((testbed.SYNTHETIC_GENERATOR, testbed.CONGESTION_MODEL,
-                                         testbed.DILATION_POLICY, testbed.ENERGY_MODEL))
+                                         testbed.DILATION_POLICY, testbed.ENERGY_MODEL,
+                                         testbed.EVALUATION_SAMPLE))
     write_dataset(ds, tmp_path / "old", source=spec)  # as datasets were before
     assert testbed.run_provenance(tmp_path / "old")["generator"] == "unrecorded"
     assert testbed.dataset_generator(tmp_path / "missing") == "unrecorded"

@@ -61,7 +61,7 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     assert summary["network_mode"] == "loopback"
     # what made it: the tiny dataset was written without a generator (no `commgnn dataset`)
     assert summary["testbed"] == ("unrecorded; congestion v2; dilation per workload; "
-                                  "target energy v2")
+                                  "target energy v2; evaluation v2")
     assert summary["commit"] == summary["provenance"]["commit"] != ""
 
 

@@ -4,10 +4,10 @@ Every run summary records :func:`run_provenance`: the commit (``git describe --a
 --dirty`` of the checkout the package runs from; "unknown" outside one) and the testbed —
 the dataset generator that made its dataset (recorded in the dataset's ``meta.json`` at
 build time: a dataset outlives the code that made it), the congestion model, the
-time-dilation policy and the energy model, each a version bumped when the model changes.
-``summary["testbed"]`` joins them in one line, the key the claims ledger refuses to pool
-across (:func:`commgnn.report.claims.judge`): runs of one testbed made at different commits
-may be judged together, runs of different testbeds may not.
+time-dilation policy, the energy model and the evaluation sample, each a version bumped
+when the model changes. ``summary["testbed"]`` joins them in one line, the key the claims
+ledger refuses to pool across (:func:`commgnn.report.claims.judge`): runs of one testbed
+made at different commits may be judged together, runs of different testbeds may not.
 
 Bump a version here when the thing it names changes what a run measures:
 
@@ -15,7 +15,8 @@ Bump a version here when the thing it names changes what a run measures:
 - :data:`CONGESTION_MODEL`: how injected congestion acts (its reach over traffic classes,
   its physics on a link);
 - :data:`DILATION_POLICY`: how the time dilation f is chosen;
-- :data:`ENERGY_MODEL`: the target-machine energy model's form.
+- :data:`ENERGY_MODEL`: the target-machine energy model's form;
+- :data:`EVALUATION_SAMPLE`: which nodes a run's accuracies are measured on.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ DILATION_POLICY = "dilation per workload"
 #: every class of traffic costs CPU (gradients, activations, migrations, shuffles too);
 #: v1 counted the wait as busy and only feature, sampling and fill RPCs as CPU work.
 ENERGY_MODEL = "target energy v2"
+#: v2 (2026-11-27): one sample of each split for every partitioning and system of a seed
+#: (``eval_max_nodes × workers`` nodes drawn from the seed and the split alone); v1: each
+#: worker sampled ``eval_max_nodes`` of the nodes its partition owns, so runs on different
+#: partitions were scored on different nodes (on products-like at 1/10 the METIS sample's
+#: clean-label ceiling sat 0.013 below the random partition's, the size of the gaps read).
+EVALUATION_SAMPLE = "evaluation v2"
 
 
 def generator_of(spec: dict) -> str:
@@ -77,5 +84,6 @@ def dataset_generator(dataset_dir: str | Path) -> str:
 def run_provenance(dataset_dir: str | Path) -> dict:
     """The provenance a run summary records (``testbed`` is the pooling key)."""
     parts = {"generator": dataset_generator(dataset_dir), "congestion": CONGESTION_MODEL,
-             "dilation": DILATION_POLICY, "energy": ENERGY_MODEL}
+             "dilation": DILATION_POLICY, "energy": ENERGY_MODEL,
+             "evaluation": EVALUATION_SAMPLE}
     return {"commit": commit(), **parts, "testbed": "; ".join(parts.values())}

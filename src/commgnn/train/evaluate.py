@@ -1,4 +1,5 @@
-"""Validation and test accuracy over every worker's owned nodes (a deterministic subsample).
+"""Validation and test accuracy over one deterministic sample of each split, shared by every
+partitioning and system of a seed (each worker evaluates the sampled nodes it owns).
 
 Evaluation blocks use full neighbourhoods (or ``training.eval_fanouts``); features come
 through the system's own :meth:`fetch`, so evaluation traffic is real and emulated too, but
@@ -15,18 +16,32 @@ from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.seeds import derive_seed
 
 
+def evaluation_sample(idx: np.ndarray, limit: int, workers: int, seed: int,
+                      split: str) -> np.ndarray:
+    """The nodes of a split a run evaluates: ``limit × workers`` of them (all when the split
+    is no larger), sorted — the first ones of one permutation of the split drawn from the
+    run's seed and the split's name alone.
+
+    The same nodes for every partitioning and every system of a seed (accuracies of runs on
+    different partitions compare on one sample; a per-partition subsample differed in its
+    share of noisy labels), and a larger run's sample holds a smaller one's."""
+    idx = np.asarray(idx)
+    if idx.shape[0] <= limit * workers:
+        return np.sort(idx)
+    rng = np.random.default_rng(derive_seed(seed, "eval", split))
+    return np.sort(rng.permutation(idx)[:limit * workers])
+
+
 def eval_nodes(ctx, split: str) -> np.ndarray:
-    """This worker's owned nodes of ``split``, subsampled to ``eval_max_nodes``.
+    """This worker's share of :func:`evaluation_sample` (``eval_max_nodes`` per worker on
+    average): the sampled nodes it owns.
 
     A unit of the book (part, or chunk when there are more chunks than workers) is
-    evaluated by worker ``unit mod workers``, so every node is evaluated by someone."""
-    idx = np.asarray(getattr(ctx.dataset, f"{split}_idx"))
-    own = idx[np.asarray(ctx.partition.book.owner)[idx] % ctx.world_size == ctx.rank]
-    limit = ctx.spec.get("eval_max_nodes")
-    if own.shape[0] > limit:
-        rng = np.random.default_rng(derive_seed(ctx.spec.seed, "eval", split, ctx.rank))
-        own = np.sort(rng.choice(own, size=limit, replace=False))
-    return own
+    evaluated by worker ``unit mod workers``, so every sampled node is evaluated once."""
+    sample = evaluation_sample(getattr(ctx.dataset, f"{split}_idx"),
+                               int(ctx.spec.get("eval_max_nodes")), ctx.world_size,
+                               ctx.spec.seed, split)
+    return sample[np.asarray(ctx.partition.book.owner)[sample] % ctx.world_size == ctx.rank]
 
 
 @torch.no_grad()

@@ -42,7 +42,13 @@ from commgnn.core.config import ConfigError
 from commgnn.core.errors import InputError
 from commgnn.core.files import json_text, write_json_atomic
 from commgnn.core.spec import RunSpec
-from commgnn.core.testbed import CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL, run_provenance
+from commgnn.core.testbed import (
+    CONGESTION_MODEL,
+    DILATION_POLICY,
+    ENERGY_MODEL,
+    EVALUATION_SAMPLE,
+    run_provenance,
+)
 from commgnn.data.store import load_dataset
 from commgnn.energy import select_meter
 from commgnn.energy.base import EnergyMeter
@@ -494,13 +500,12 @@ def _fresh_model(spec: RunSpec, dataset, device: torch.device):
 
 def _resume_key(spec: RunSpec, paths: RunPaths) -> str:
     """What a checkpoint must match to be resumed from: the run's settings
-    (:meth:`RunSpec.resume_key`), the testbed's versions (congestion, dilation, energy:
-    records of another testbed never continue into this one) and the workload probe's
-    step (a re-measured probe gives another f, so the run starts over)."""
-
-
+    (:meth:`RunSpec.resume_key`), the testbed's versions (congestion, dilation, energy,
+    evaluation: records of another testbed never continue into this one) and the workload
+    probe's step (a re-measured probe gives another f, so the run starts over)."""
     probe = _workload_probe(paths)
     parts = [spec.resume_key(), CONGESTION_MODEL, DILATION_POLICY, ENERGY_MODEL,
+             EVALUATION_SAMPLE,
              "" if probe is None else f"{probe.get('workload_key')}:{probe['probe_s']!r}"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

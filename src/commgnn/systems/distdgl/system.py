@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from commgnn.core.batch import PreparedBatch
@@ -169,6 +170,27 @@ def _model(spec: RunSpec) -> str | None:
     return {"sage": "sage", "graphsage": "sage", "gcn": "gcn"}.get(spec.architecture.lower())
 
 
+
+def _evaluation_samples(spec: RunSpec, dataset: str | Path, dgl_parts: str | Path,
+                        staging: Path) -> dict[str, str]:
+    """commgnn's evaluation sample of each split
+    (:func:`commgnn.train.evaluate.evaluation_sample`) in DGL's node ids, one ``.npy`` per
+    split in ``staging``: the trainers evaluate the nodes every other system evaluates."""
+    # deferred: the evaluation module imports the samplers (numba)
+    from commgnn.train.evaluate import evaluation_sample
+
+    orig = np.load(Path(dgl_parts) / "orig_nids.npy")  # DGL id -> commgnn id
+    dgl_id = np.empty_like(orig)
+    dgl_id[orig] = np.arange(orig.shape[0], dtype=orig.dtype)
+    files = {}
+    for split in ("val", "test"):
+        sample = evaluation_sample(np.load(Path(dataset) / f"{split}_idx.npy"),
+                                   int(spec.get("eval_max_nodes")), spec.workers, spec.seed,
+                                   split)
+        files[split] = str(staging / f"eval_{split}.npy")
+        np.save(files[split], dgl_id[sample])
+    return files
+
 class DistDGL(System):
     """DistDGL (DGL 2.1.0) on commgnn's partitions, in the DGL environment."""
 
@@ -236,7 +258,8 @@ class DistDGL(System):
             "weight_decay": spec.get("weight_decay"), "batch_size": spec.batch_size,
             "epochs": spec.get("epochs"), "eval_every": spec.get("eval_every"),
             "stop_at_plateau": spec.get("stop_at_plateau"),
-            "eval_max_nodes": spec.get("eval_max_nodes"), "seed": spec.seed}
+            "eval_samples": _evaluation_samples(spec, paths.dataset, dgl_parts, staging),
+            "seed": spec.seed}
         threads = max(1, (os.cpu_count() or 1) // spec.workers)
         started = time.perf_counter()
         machines: list = []

@@ -139,15 +139,13 @@ def remote_counts(book, input_nodes) -> tuple[int, int]:
     return int(remote.numel()), int(torch.unique(remote).numel())
 
 
-def evaluate(graph, model, book, mask_name: str, fanouts, batch_size: int, limit: int,
-             seed: int) -> tuple[int, int]:
-    """(correct, total) over at most ``limit`` of this machine's nodes in the mask (a
-    fixed random subsample, as commgnn's evaluation: ``eval_max_nodes`` per worker),
-    sampled with ``fanouts`` (-1: every neighbour)."""
+def evaluate(graph, model, book, mask_name: str, fanouts, batch_size: int,
+             sample: np.ndarray) -> tuple[int, int]:
+    """(correct, total) over this machine's nodes of the mask that are in ``sample`` (DGL
+    ids of commgnn's evaluation sample of the split, the same nodes every system
+    evaluates), sampled with ``fanouts`` (-1: every neighbour)."""
     nodes = dgl.distributed.node_split(graph.ndata[mask_name], book, force_even=False)
-    if limit and len(nodes) > limit:  # the same subsample every epoch
-        order = np.random.default_rng(seed).permutation(len(nodes))[:limit]
-        nodes = nodes[torch.from_numpy(np.sort(order))]
+    nodes = nodes[torch.from_numpy(np.isin(nodes.numpy(), sample))]
     if len(nodes) == 0:
         return 0, 0
     loader = dgl.dataloading.DistNodeDataLoader(
@@ -180,6 +178,7 @@ def main() -> int:
     torch.manual_seed(job["seed"])
     dim = graph.ndata["feat"].shape[1]
     fanouts = list(job["fanouts"])
+    samples = {split: np.load(path) for split, path in job["eval_samples"].items()}
     model = MODELS[job["model"]](dim, job["hidden"], job["num_classes"], len(fanouts),
                                  job["dropout"])
     ddp = nn.parallel.DistributedDataParallel(model)
@@ -249,10 +248,9 @@ def main() -> int:
             every = int(job["eval_every"])
             if last or (every and (epoch + 1) % every == 0):
                 counts = []
-                for split, mask in enumerate(("val_mask", "test_mask")):
-                    counts += evaluate(graph, model, book, mask, job["eval_fanouts"], batch,
-                                       int(job["eval_max_nodes"]),
-                                       job["seed"] * 1000 + 10 * rank + split)
+                for split in ("val", "test"):
+                    counts += evaluate(graph, model, book, f"{split}_mask",
+                                       job["eval_fanouts"], batch, samples[split])
                 summed = torch.tensor(counts, dtype=torch.float64)
                 torch.distributed.all_reduce(summed)
                 row["val_acc"] = float(summed[0] / max(1.0, float(summed[1])))
