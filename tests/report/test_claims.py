@@ -5,6 +5,7 @@ figure that was not built, a table without the rows."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -317,3 +318,18 @@ def test_runs_of_different_testbeds_are_not_pooled():
     one = judge(_claim(), _table(1.8, 2.2), RUNS.assign(testbed="synthetic v1"), {})
     assert (one["verdict"], one["provenance"]) == ("reproduced", "synthetic v1")
     assert judge(_claim(), _table(1.8, 2.2), RUNS, {})["provenance"] == "unrecorded"
+
+
+def test_an_accuracy_claim_over_partitionings_needs_one_evaluation_sample():
+    claim = replace(_claim(), accuracy=True)
+    old = "synthetic v2; congestion v2; dilation per workload; target energy v2"
+    runs = RUNS.assign(base_system="hopgnn", partitioning=["chunk4", "metis4"], testbed=old)
+    row = judge(claim, _table(1.8, 2.2), runs, {})
+    assert row["verdict"] == "not comparable"
+    assert row["reason"] == ("accuracies of runs on chunk4, metis4 scored on each "
+                             "partition's own sample (before evaluation v2)")
+    assert judge(claim, _table(1.8, 2.2), runs.assign(testbed=f"{old}; evaluation v2"),
+                 {})["verdict"] == "reproduced"
+    one = RUNS.assign(partitioning="metis4", testbed=old)  # one partitioning: one sample
+    assert judge(claim, _table(1.8, 2.2), one, {})["verdict"] == "reproduced"
+    assert judge(_claim(), _table(1.8, 2.2), runs, {})["verdict"] == "reproduced"  # not one

@@ -56,6 +56,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.core.testbed import EVALUATION_SAMPLE
 from commgnn.report.figure_tables import not_applicable_reason, read_figure_table
 from commgnn.report.labels import reach_column
 from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
@@ -200,7 +201,10 @@ class Claim:
     parity claim, or one whose sign cannot come out otherwise). ``energy``: a claim on
     energy read from the target-machine model (:data:`TARGET_ENERGY`) or from the runs'
     meters (:data:`METERED_ENERGY`); "" for any other claim. ``by_construction``: why
-    the value cannot come out otherwise on this substrate ("": it can)."""
+    the value cannot come out otherwise on this substrate ("": it can). ``accuracy``: a
+    claim comparing test accuracies, judged on runs of several partitionings only when they
+    were scored on one sample of each split (testbed "evaluation v2",
+    :data:`commgnn.core.testbed.EVALUATION_SAMPLE`)."""
 
     id: str
     paper: str
@@ -216,6 +220,7 @@ class Claim:
     notes: tuple[str, ...] = field(default_factory=tuple)
     energy: str = ""
     by_construction: str = ""
+    accuracy: bool = False
 
 
 def mean_spread(values: pd.Series) -> tuple[float, float]:
@@ -329,6 +334,21 @@ def _provenance(runs: pd.DataFrame | None) -> list[str]:
                    for t in runs["testbed"]})
 
 
+def scored_apart(runs: pd.DataFrame | None) -> list[str]:
+    """The partitionings of ``runs`` when there are several and some run predates one
+    evaluation sample for all (testbed without :data:`EVALUATION_SAMPLE`: each worker
+    sampled the nodes its own partition owns, so runs on different partitionings were
+    scored on different nodes); [] otherwise."""
+    if runs is None or "partitioning" not in runs:
+        return []
+    parts = sorted({str(p) for p in runs["partitioning"].dropna()})
+    if len(parts) < 2:
+        return []
+    testbeds = runs["testbed"] if "testbed" in runs else pd.Series([""] * len(runs))
+    one_sample = testbeds.map(lambda t: isinstance(t, str) and EVALUATION_SAMPLE in t)
+    return [] if one_sample.all() else parts
+
+
 def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | None,
           outputs: dict[str, str], not_applicable: dict[str, str] | None = None) -> dict:
     """The claim's ledger row. ``not_applicable``: figures whose runs lack what they need,
@@ -366,6 +386,11 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     if len(testbeds) > 1:
         return {**row, "verdict": "not comparable",
                 "reason": f"runs of {len(testbeds)} testbeds pooled: judge each apart{note}"}
+    apart = scored_apart(behind) if claim.accuracy else []
+    if apart:
+        return {**row, "verdict": "not comparable",
+                "reason": f"accuracies of runs on {', '.join(apart)} scored on each "
+                          f"partition's own sample (before {EVALUATION_SAMPLE}){note}"}
     unjudged = [c for c in clocks if c not in JUDGED]
     if claim.dilated and unjudged:
         why = ("raw CPU times are compute-bound here" if RAW_CPU in unjudged else

@@ -25,10 +25,12 @@ from commgnn.systems.distdgl import SCRIPTS
 from commgnn.systems.distdgl.system import (
     DGL_PYTHON_ENV,
     check_dgl_partition,
+    dgl_evaluation_samples,
     dgl_python,
     namespace_command,
     require_dgl_python,
 )
+from commgnn.train.evaluate import evaluation_sample
 from commgnn.train.plateau import at_plateau
 from commgnn.train.summary import COMMON_KEYS
 
@@ -155,6 +157,22 @@ def test_the_conversion_keeps_commgnns_partitions(dgl_env, tiny_inputs, tmp_path
         assert (owner[orig[start:end]] == part).all()
         assert end - start == int((owner == part).sum())
 
+
+
+def test_the_trainers_score_commgnns_evaluation_sample(dgl_env, tiny_inputs, tmp_path,
+                                                       make_spec):
+    """The nodes handed to DistDGL's trainers, mapped back to commgnn ids, are the sample
+    every commgnn system of the seed scores (``train/evaluate.py``)."""
+    dataset, partition = tiny_inputs
+    convert(dgl_env, dataset, partition, tmp_path / "dgl")
+    spec = make_spec(system="distdgl", eval_max_nodes=10)
+    files = dgl_evaluation_samples(spec, dataset, tmp_path / "dgl", tmp_path)
+    orig = np.load(tmp_path / "dgl" / "orig_nids.npy")
+    for split in ("val", "test"):
+        expected = evaluation_sample(np.load(dataset / f"{split}_idx.npy"), 10, 2, spec.seed,
+                                     split)
+        assert expected.shape == (20,)
+        assert np.array_equal(np.sort(orig[np.load(files[split])]), expected)
 
 PIPELINE = {
     "results_dir": "out",

@@ -171,7 +171,7 @@ def _model(spec: RunSpec) -> str | None:
 
 
 
-def _evaluation_samples(spec: RunSpec, dataset: str | Path, dgl_parts: str | Path,
+def dgl_evaluation_samples(spec: RunSpec, dataset: str | Path, dgl_parts: str | Path,
                         staging: Path) -> dict[str, str]:
     """commgnn's evaluation sample of each split
     (:func:`commgnn.train.evaluate.evaluation_sample`) in DGL's node ids, one ``.npy`` per
@@ -258,7 +258,7 @@ class DistDGL(System):
             "weight_decay": spec.get("weight_decay"), "batch_size": spec.batch_size,
             "epochs": spec.get("epochs"), "eval_every": spec.get("eval_every"),
             "stop_at_plateau": spec.get("stop_at_plateau"),
-            "eval_samples": _evaluation_samples(spec, paths.dataset, dgl_parts, staging),
+            "eval_samples": dgl_evaluation_samples(spec, paths.dataset, dgl_parts, staging),
             "seed": spec.seed}
         threads = max(1, (os.cpu_count() or 1) // spec.workers)
         started = time.perf_counter()
