@@ -333,3 +333,7 @@ def test_an_accuracy_claim_over_partitionings_needs_one_evaluation_sample():
     one = RUNS.assign(partitioning="metis4", testbed=old)  # one partitioning: one sample
     assert judge(claim, _table(1.8, 2.2), one, {})["verdict"] == "reproduced"
     assert judge(_claim(), _table(1.8, 2.2), runs, {})["verdict"] == "reproduced"  # not one
+    unrecorded = judge(claim, _table(1.8, 2.2), None, {})  # nothing tells: not judged
+    assert (unrecorded["verdict"], unrecorded["reason"]) == (
+        "not comparable", "no runs recorded behind it, so nothing tells whether they were "
+        "scored on one sample (evaluation v2)")

@@ -202,9 +202,9 @@ class Claim:
     energy read from the target-machine model (:data:`TARGET_ENERGY`) or from the runs'
     meters (:data:`METERED_ENERGY`); "" for any other claim. ``by_construction``: why
     the value cannot come out otherwise on this substrate ("": it can). ``accuracy``: a
-    claim comparing test accuracies, judged on runs of several partitionings only when they
-    were scored on one sample of each split (testbed "evaluation v2",
-    :data:`commgnn.core.testbed.EVALUATION_SAMPLE`)."""
+    claim comparing test accuracies of runs on different partitionings, judged only on
+    recorded runs scored on one sample of each split (testbed "evaluation v2",
+    :data:`commgnn.core.testbed.EVALUATION_SAMPLE`; see :func:`scored_apart`)."""
 
     id: str
     paper: str
@@ -334,19 +334,23 @@ def _provenance(runs: pd.DataFrame | None) -> list[str]:
                    for t in runs["testbed"]})
 
 
-def scored_apart(runs: pd.DataFrame | None) -> list[str]:
-    """The partitionings of ``runs`` when there are several and some run predates one
-    evaluation sample for all (testbed without :data:`EVALUATION_SAMPLE`: each worker
-    sampled the nodes its own partition owns, so runs on different partitionings were
-    scored on different nodes); [] otherwise."""
-    if runs is None or "partitioning" not in runs:
-        return []
-    parts = sorted({str(p) for p in runs["partitioning"].dropna()})
-    if len(parts) < 2:
-        return []
+def scored_apart(runs: pd.DataFrame | None) -> str:
+    """Why the accuracies of ``runs`` may have been scored on different nodes ("" when
+    not): runs on several partitionings of which some predate one evaluation sample for
+    all (a testbed without :data:`EVALUATION_SAMPLE`: each worker sampled the nodes its
+    own partition owns), or runs not recorded at all (nothing tells)."""
+    if runs is None:
+        return (f"no runs recorded behind it, so nothing tells whether they were scored on "
+                f"one sample ({EVALUATION_SAMPLE})")
+    parts = sorted({str(p) for p in runs["partitioning"].dropna()}) \
+        if "partitioning" in runs else []
     testbeds = runs["testbed"] if "testbed" in runs else pd.Series([""] * len(runs))
-    one_sample = testbeds.map(lambda t: isinstance(t, str) and EVALUATION_SAMPLE in t)
-    return [] if one_sample.all() else parts
+    if len(parts) == 1 or testbeds.map(lambda t: isinstance(t, str)
+                                       and EVALUATION_SAMPLE in t).all():
+        return ""
+    where = f"on {', '.join(parts)}" if parts else "on unrecorded partitionings"
+    return (f"accuracies of runs {where} scored on each partition's own sample "
+            f"(before {EVALUATION_SAMPLE})")
 
 
 def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | None,
@@ -386,11 +390,9 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     if len(testbeds) > 1:
         return {**row, "verdict": "not comparable",
                 "reason": f"runs of {len(testbeds)} testbeds pooled: judge each apart{note}"}
-    apart = scored_apart(behind) if claim.accuracy else []
+    apart = scored_apart(behind) if claim.accuracy else ""
     if apart:
-        return {**row, "verdict": "not comparable",
-                "reason": f"accuracies of runs on {', '.join(apart)} scored on each "
-                          f"partition's own sample (before {EVALUATION_SAMPLE}){note}"}
+        return {**row, "verdict": "not comparable", "reason": f"{apart}{note}"}
     unjudged = [c for c in clocks if c not in JUDGED]
     if claim.dilated and unjudged:
         why = ("raw CPU times are compute-bound here" if RAW_CPU in unjudged else
