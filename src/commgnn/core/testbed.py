@@ -44,8 +44,9 @@ ENERGY_MODEL = "target energy v2"
 #: v2 (2026-11-27): one sample of each split for every partitioning and system of a seed
 #: (``eval_max_nodes × workers`` nodes drawn from the seed and the split alone); v1: each
 #: worker sampled ``eval_max_nodes`` of the nodes its partition owns, so runs on different
-#: partitions were scored on different nodes (on products-like at 1/10 the METIS sample's
-#: clean-label ceiling sat 0.013 below the random partition's, the size of the gaps read).
+#: partitions were scored on different nodes (on products-like at 1/10 the METIS samples'
+#: clean-label ceiling sat 0.009 below the random partition's on average over 3 seeds, the
+#: size of the accuracy gaps read).
 EVALUATION_SAMPLE = "evaluation v2"
 
 

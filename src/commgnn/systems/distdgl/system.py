@@ -170,9 +170,8 @@ def _model(spec: RunSpec) -> str | None:
     return {"sage": "sage", "graphsage": "sage", "gcn": "gcn"}.get(spec.architecture.lower())
 
 
-
 def dgl_evaluation_samples(spec: RunSpec, dataset: str | Path, dgl_parts: str | Path,
-                        staging: Path) -> dict[str, str]:
+                           staging: Path) -> dict[str, str]:
     """commgnn's evaluation sample of each split
     (:func:`commgnn.train.evaluate.evaluation_sample`) in DGL's node ids, one ``.npy`` per
     split in ``staging``: the trainers evaluate the nodes every other system evaluates."""
@@ -190,6 +189,7 @@ def dgl_evaluation_samples(spec: RunSpec, dataset: str | Path, dgl_parts: str | 
         files[split] = str(staging / f"eval_{split}.npy")
         np.save(files[split], dgl_id[sample])
     return files
+
 
 class DistDGL(System):
     """DistDGL (DGL 2.1.0) on commgnn's partitions, in the DGL environment."""
