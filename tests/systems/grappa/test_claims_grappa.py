@@ -9,14 +9,19 @@ import math
 import pandas as pd
 import pytest
 
+from commgnn.core.testbed import EVALUATION_SAMPLE
 from commgnn.report.claims import judge
 from commgnn.systems.grappa.claims import CLAIMS, SPEEDUP_BY_DEPTH
 from commgnn.systems.grappa.figures import grappa_table5
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
 RUNS = pd.DataFrame({"base_system": ["grappa", "default", "clustergcn"],
-                     "time_dilation": [60.0, 60.0, 60.0]})
+                     "time_dilation": [60.0, 60.0, 60.0],
+                     "partitioning": ["chunk-sweep4", "metis4", "metis4"],
+                     "testbed": [f"cpu; {EVALUATION_SAMPLE}"] * 3})
 RAW = RUNS.assign(time_dilation=1.0)
+#: The same runs scored before one evaluation sample for all partitionings.
+PER_PARTITION = RUNS.assign(testbed="cpu")
 
 
 def _judge(claim_id: str, table: pd.DataFrame, runs: pd.DataFrame = RUNS) -> dict:
@@ -137,6 +142,16 @@ def test_deeper_models_accuracy_lead(gap3, gap4, value, verdict):
 def test_accuracy_is_not_gated_on_dilation():
     row = _judge("grappa-accuracy-depth-deep", _accuracy_table((0, 0), 0.04, 0.10), RAW)
     assert row["verdict"] == "reproduced"
+
+
+@pytest.mark.parametrize("claim_id", ["grappa-accuracy-depth-parity",
+                                      "grappa-accuracy-depth-deep"])
+def test_accuracy_scored_on_each_partitions_own_sample_is_not_comparable(claim_id):
+    table = _accuracy_table((0, 0), 0.04, 0.10)
+    assert _judge(claim_id, table)["verdict"] != "not comparable"
+    row = _judge(claim_id, table, PER_PARTITION)
+    assert row["verdict"] == "not comparable"
+    assert "chunk-sweep4, metis4" in row["reason"] and EVALUATION_SAMPLE in row["reason"]
 
 
 # --- grappa_fig4 -------------------------------------------------------------------------
