@@ -186,6 +186,17 @@ def test_miss_rate_ratio_against_the_same_datasets():
     assert "All for +MG" not in row["reason"]
 
 
+def test_a_scaled_stand_in_is_matched_to_its_papers_dataset():
+    """``products-like-4`` (the preset at 1/4 of its nodes) is Products; ``in-likely`` is
+    not IN."""
+    table = _fig14(("products-like-4", 0.75, {"+MG": 0.25}), ("uk-like", 0.8, {"+MG": 0.2}))
+    row = _judge("hopgnn-miss-rate", table)
+    assert row["paper_x"] == pytest.approx((0.78 / 0.19 + 0.77 / 0.22) / 2)
+    unmatched = _judge("hopgnn-miss-rate", _fig14(("in-likely", 0.6, {"+MG": 0.5})))
+    assert (unmatched["band_low"], unmatched["band_high"]) == pytest.approx(
+        (0.74 / 0.43, 0.77 / 0.092))
+
+
 def test_miss_rate_with_all_for_mg_and_an_unmatched_dataset():
     row = _judge("hopgnn-miss-rate", _fig14(("synth-arxiv", 0.6, {"All": 0.5})))
     assert (row["verdict"], row["our_value"]) == ("direction", pytest.approx(1.2))

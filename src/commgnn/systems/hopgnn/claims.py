@@ -11,6 +11,7 @@ is at most ``direction``; the ladder's ``Measured.holds`` says whether that).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -68,7 +69,10 @@ MICROGRAPHS = ("+MG", "+PG", "All")
 
 
 def _dataset(name: str) -> str | None:
-    return DATASETS.get(str(name).removeprefix("synth-").removesuffix("-like"))
+    """The paper's dataset ``name`` stands for: ``synth-uk``, ``uk-like`` and a scaled copy
+    (``products-like-4``: the name, a dash and a suffix) map to :data:`DATASETS`' entry."""
+    stem = re.sub(r"-like(-[\w.]+)?$", "", str(name).removeprefix("synth-"))
+    return DATASETS.get(stem)
 
 
 def _keys(table: pd.DataFrame, keys: list[str] = HOP_CELL) -> list[str]:
