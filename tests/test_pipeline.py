@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from commgnn.data.store import load_dataset
 from commgnn.ledger import CLAIMS
@@ -18,6 +20,7 @@ from commgnn.report.claims import VERDICTS
 
 sys.path.insert(0, str(Path(__file__).parent / "systems" / "greendygnn"))
 from control_checks import check_calibration, check_validation
+from dry_run import job_counts
 from tiny_pipeline import TINY, snakemake
 
 
@@ -227,3 +230,20 @@ def test_named_and_deep_models_reach_the_run_ids(repo_root, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     for model in ("sage_h8", "film-10"):
         assert f"runs/default/tiny/metis2/{model}_b256_none_s0" in proc.stdout
+
+
+def test_a_workload_keeps_its_probe_when_runs_are_added_or_reordered(repo_root,
+                                                                    tiny_pipeline):
+    """A config that lists the `auto` workload's systems in another order and runs seed 1
+    alone asks for the seed-1 runs and no new probe (a new probe would give the workload a
+    second clock, and every run of it would train again)."""
+    config = copy.deepcopy(TINY)
+    entry = config["experiments"][1]  # the 10gbe-single (time_dilation: auto) entry
+    assert entry["networks"] == ["10gbe-single"]
+    entry["systems"] = list(reversed(entry["systems"]))
+    entry["seeds"] = [1]
+    path = tiny_pipeline / "reordered.yaml"
+    path.write_text(yaml.safe_dump(config))
+    counts = job_counts(repo_root, tiny_pipeline, path)
+    assert "dilation" not in counts
+    assert counts["train"] >= len(entry["systems"])

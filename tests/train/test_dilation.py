@@ -169,3 +169,23 @@ def test_time_dilation_values_are_checked():
     config["networks"]["slow"]["time_dilation"] = 0.5
     with pytest.raises(ConfigError, match=r"config\.networks\.slow\.time_dilation"):
         validate(config)
+
+
+def test_every_run_of_a_workload_names_one_probe_spec(make_spec):
+    """The probe's settings are the workload's alone: system, partitioning, network, seed
+    and the settings the probe never reads do not change them; the model does."""
+    from commgnn.train.workload import Workload, probe_spec, step_workload
+
+    one = make_spec(network={"preset": "10gbe", "time_dilation": "auto"})
+    other = make_spec(system="hopgnn", epochs=9, network="1gbe",
+                      system_options={"mode": "naive"}, eval_max_nodes=7)
+    other = type(other)(**{**other.__dict__, "seed": 3, "partitioning": "random2"})
+    assert probe_spec(one).to_json() == probe_spec(other).to_json()
+    probe = probe_spec(one)
+    assert (probe.seed, probe.system, probe.system_options) == (0, "probe", {})
+    assert probe.get("fanouts") == [5, 5] and probe.get("lr") == 0.01
+    assert probe.get("collective_timeout_s") == 20 and probe.get("device") == "cpu"
+    shape = {"source": "synthetic", "preset": "tiny"}
+    assert Workload(step_workload(probe, shape), 2).key == \
+        Workload(step_workload(one, shape), 2).key
+    assert probe_spec(make_spec(hidden=32)).to_json() != probe.to_json()

@@ -14,7 +14,7 @@ from commgnn.systems.registry import get_system
 from commgnn.network.netem import dilation_of
 from commgnn.core.spec import TRAINING_DEFAULTS
 from commgnn.experiments import expand_experiments
-from commgnn.train.workload import Workload, step_workload
+from commgnn.train.workload import Workload, probe_spec, step_workload
 from commgnn.train.workload import dataset_shape as workload_dataset_shape
 import shlex
 import sys
@@ -217,12 +217,12 @@ def _dilated_auto(spec):
             and not get_system(spec.base_system).external)
 
 
-WORKLOADS = {}  # workload key -> the first run spec of it (the probe's settings)
+WORKLOADS = {}  # workload key -> its probe's settings (probe_spec of its first run id)
 RUN_WORKLOAD = {}  # run id -> its workload's probe file
-for _key, _spec in RUNS.items():
+for _key, _spec in sorted(RUNS.items()):
     if _dilated_auto(_spec):
         _wkey = _workload_key(_spec)
-        WORKLOADS.setdefault(_wkey, _spec)
+        WORKLOADS.setdefault(_wkey, probe_spec(_spec))
         RUN_WORKLOAD[_key] = under(paths.DILATION, dataset=_spec.dataset, workload=_wkey)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from commgnn.runtime.launcher import worker_threads  # the loop's rule, not a copy
@@ -112,6 +112,23 @@ def step_workload(spec, dataset: dict) -> StepWorkload:
                         fanouts=tuple(int(f) for f in spec.get("fanouts")),
                         batch=int(spec.batch_size), model_kwargs=json.loads(
                             json.dumps(kwargs, sort_keys=True)))
+
+
+#: The training settings a workload's probe reads (:func:`commgnn.train.dilation.probe_workload`):
+#: the model and step, where its workers meet, and how long they wait for one another.
+PROBE_TRAINING = ("fanouts", "hidden", "heads", "dropout", "lr", "device", "interface",
+                  "master_addr", "master_port", "collective_timeout_s")
+
+
+def probe_spec(spec):
+    """The run spec a workload's probe runs with: ``spec`` (a
+    :class:`~commgnn.core.spec.RunSpec`) less what the probe does not read — its system,
+    partitioning, network, their options and the other training settings — and with seed
+    0, so every run of one workload names the same probe (a config that lists another
+    system first, or runs seed 1 alone, finds the probe it made before)."""
+    return replace(spec, system="probe", partitioning="none", network="none",
+                   network_spec={}, seed=0, system_options={},
+                   training={k: spec.training[k] for k in PROBE_TRAINING if k in spec.training})
 
 
 def host_identity(workers: int) -> dict:
