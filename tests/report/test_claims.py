@@ -337,3 +337,16 @@ def test_an_accuracy_claim_over_partitionings_needs_one_evaluation_sample():
     assert (unrecorded["verdict"], unrecorded["reason"]) == (
         "not comparable", "no runs recorded behind it, so nothing tells whether they were "
         "scored on one sample (evaluation v2)")
+
+
+def test_a_scaled_stand_in_takes_its_papers_dataset_name():
+    from commgnn.report.claims import paper_name
+
+    names = {"products-like": "Products", "synth-products": "Products",
+             "products-like-big": "Big"}
+    assert paper_name("products-like", names) == "Products"
+    assert paper_name("products-like-4", names) == "Products"
+    assert paper_name("synth-products-0.25", names) == "Products"
+    assert paper_name("products-like-big-2", names) == "Big"  # the longest key first
+    assert paper_name("products-likely", names) is None
+    assert paper_name("reddit-like", names) is None

@@ -231,6 +231,17 @@ def mean_spread(values: pd.Series) -> tuple[float, float]:
     return float(values.mean()), float(values.std()) if len(values) > 1 else math.nan
 
 
+def paper_name(name: str, names: dict[str, str]) -> str | None:
+    """The paper's name (``names``' value) of the dataset ``name``: its entry, or the entry
+    of the stand-in ``name`` is a scaled copy of (``products-like-10``: the key, a dash and
+    a suffix; the longest key first); None for any other dataset."""
+    name = str(name)
+    for key in sorted(names, key=len, reverse=True):
+        if name == key or name.startswith(f"{key}-"):
+            return names[key]
+    return None
+
+
 def select(table: pd.DataFrame, what: str, **equal) -> pd.DataFrame:
     """The rows whose columns equal ``equal`` (a tuple: any of); NotMeasured naming
     ``what`` when none."""

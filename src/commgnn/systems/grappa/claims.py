@@ -26,6 +26,7 @@ from commgnn.report.claims import (
     below,
     fixed_band,
     mean_spread,
+    paper_name,
     ratio_band,
     ratio_means,
     select,
@@ -53,11 +54,7 @@ def paper_dataset(name: str) -> str | None:
     """The paper's dataset a stand-in stands for: :data:`DATASETS`' entry for ``name``, or
     for the stand-in ``name`` is a scaled copy of (``products-like-10``: its name, a dash and
     a suffix); None for any other dataset."""
-    name = str(name)
-    for key in sorted(DATASETS, key=len, reverse=True):
-        if name == key or name.startswith(f"{key}-"):
-            return DATASETS[key]
-    return None
+    return paper_name(name, DATASETS)
 
 
 #: The columns of :data:`SPEEDUP`.

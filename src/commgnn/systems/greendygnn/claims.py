@@ -36,6 +36,7 @@ from commgnn.report.claims import (
     below,
     fixed_band,
     mean_spread,
+    paper_name,
     select,
 )
 from commgnn.systems.bgl import DESCRIPTION as _BGL
@@ -90,7 +91,7 @@ def matched_band(low: float, high: float, half: float) -> Band:
 def _paper_cell(dataset: str, batch: int, value: Callable[[str, int], float]) -> float:
     """The paper's value for our cell: its (dataset, B), or the dataset's mean over B where
     our batch size is not the paper's; NaN for a dataset the paper does not have."""
-    name = PAPER_DATASET.get(str(dataset))
+    name = paper_name(dataset, PAPER_DATASET)
     if name is None:
         return math.nan
     batches = [b for d, b in TABLE1 if d == name]
@@ -274,7 +275,7 @@ def _absorbed(table: pd.DataFrame, ours: str) -> Measured:
 
 
 def _paper_dataset(dataset: str, value: Callable[[dict[str, int]], float]) -> float:
-    name = PAPER_DATASET.get(str(dataset))
+    name = paper_name(dataset, PAPER_DATASET)
     return math.nan if name is None else float(value(OVERHEAD_PCT[name]))
 
 

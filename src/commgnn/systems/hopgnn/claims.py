@@ -11,7 +11,6 @@ is at most ``direction``; the ladder's ``Measured.holds`` says whether that).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -22,6 +21,7 @@ from commgnn.report.claims import (
     NotMeasured,
     above,
     fixed_band,
+    paper_name,
     ratio_band,
     ratio_means,
     seed_noise,
@@ -43,7 +43,10 @@ PAPER = "HopGNN"
 CELL = ["dataset", "model", "layers", "workers", "batch_size", "network"]
 HOP_CELL = [*CELL, "partitioning"]
 #: Our dataset names (less ``synth-`` and ``-like``) → the paper's.
-DATASETS = {"arxiv": "Arxiv", "products": "Products", "uk": "UK", "in": "IN"}
+DATASETS = {f"{prefix}{stem}{suffix}": paper
+            for stem, paper in {"arxiv": "Arxiv", "products": "Products", "uk": "UK",
+                                "in": "IN"}.items()
+            for prefix, suffix in (("synth-", ""), ("", "-like"))}
 
 #: §7.2: HopGNN's speedup over P3 and over DGL across the five models, as printed.
 P3_RANGE = (1.2, 4.2)
@@ -69,10 +72,7 @@ MICROGRAPHS = ("+MG", "+PG", "All")
 
 
 def _dataset(name: str) -> str | None:
-    """The paper's dataset ``name`` stands for: ``synth-uk``, ``uk-like`` and a scaled copy
-    (``products-like-4``: the name, a dash and a suffix) map to :data:`DATASETS`' entry."""
-    stem = re.sub(r"-like(-[\w.]+)?$", "", str(name).removeprefix("synth-"))
-    return DATASETS.get(stem)
+    return paper_name(name, DATASETS)
 
 
 def _keys(table: pd.DataFrame, keys: list[str] = HOP_CELL) -> list[str]:
