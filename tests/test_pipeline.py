@@ -186,7 +186,7 @@ def test_tiny_pipeline_end_to_end(repo_root, tiny_pipeline):
     assert runs.loc[("greendygnn-dqn", "10gbe-single"), "policy_fallback"] == 0
     presample = out / "presample" / "tiny" / "metis2" / "b256_s0"
     check_calibration(control / "calibration", presample, capacity=100, windows=[2, 8],
-                      rpc_points=4)
+                      rpc_points=12)
     validation = check_validation(control / "validation", [(4, 5.0)])
     assert validation["points"][0]["measured_s"] > 0
     fig8 = pd.read_csv(out / "figures" / "greendygnn_fig8.csv")

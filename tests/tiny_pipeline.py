@@ -35,8 +35,10 @@ TINY = {
                 "bgl": {"cache_rows": 100},
                 "clustergcn": {"clusters": 8, "clusters_per_batch": 2}},
     # calibrate -> validate_simulator, train_policy -> the dqn run, on a small grid
+    # (three pulls a point and a 20 ms delay: on a busy 2-core host one pull's software
+    # cost, undilated at f = 1, reached 15 ms and fitted a negative κ)
     "control": {"calibration": {"windows": [2, 8], "rpc_rows": [10, 200],
-                                "rpc_delays_ms": [0, 5], "rpc_repeats": 1},
+                                "rpc_delays_ms": [0, 20], "rpc_repeats": 3},
                 "validation": {"windows": [4], "delays_ms": [5]},
                 "policy": {"episodes": 20, "episode_epochs": 3, "hidden": [16],
                            "warmup": 20, "eval_profiles": 1}},

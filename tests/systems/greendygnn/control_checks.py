@@ -44,9 +44,12 @@ def check_calibration(directory: Path, presample: Path, capacity: int,
     model = CostModel(data)
     for w, measured in zip(windows, data["runs"]["step_s"], strict=True):
         assert predict_step_s(model, w, 0.0, world) == pytest.approx(measured)
-    # a delay the resolver's measured idle time cannot hide (that slack is at most the
-    # clean step): a busy machine's long tiny-run steps hid 10 ms in one suite run
-    delay_ms = max(10.0, 2e3 * max(data["runs"]["step_s"]))
+    # a delay lengthens a round trip; one the resolver's measured idle time cannot hide
+    # (that slack is at most the clean step; the fit charges κ·δ for it) shows in the
+    # step: a busy machine's long tiny-run steps hid 10 ms in one suite run
+    kappa = data["rpc"]["fit"]["delay_coef"]
+    assert kappa > 0, f"the RPC fit's κ = {kappa}: a delay shortens a round trip"
+    delay_ms = max(10.0, 2e3 * max(data["runs"]["step_s"]) / min(kappa, 1.0))
     assert predict_step_s(model, windows[-1], delay_ms, world) > \
         predict_step_s(model, windows[-1], 0.0, world)
     return data

@@ -208,6 +208,11 @@ def calibrate(template: RunSpec, paths: dict[str, str], out_dir: str | Path,
     rpc = calibrate_rpc(network, rows_grid=s["rpc_rows"], delays_ms=s["rpc_delays_ms"],
                         repeats=int(s["rpc_repeats"]), feature_dim=dim, time_dilation=f,
                         seed=template.seed)
+    if rpc["fit"]["delay_coef"] <= 0:
+        log.warning("RPC calibration fitted κ = %.3g <= 0 (a delay shortening a round "
+                    "trip): the host's timing noise outweighs the delays; raise "
+                    "control.calibration.rpc_repeats or the largest rpc_delays_ms",
+                    rpc["fit"]["delay_coef"])
     miss = [r["miss_rows"] for r in runs]
     step = [r["step_s"] for r in runs]
     row_cost = float(np.polyfit(miss, step, 1)[0]) if len(set(miss)) > 1 else 0.0
