@@ -45,11 +45,14 @@ def check_calibration(directory: Path, presample: Path, capacity: int,
     for w, measured in zip(windows, data["runs"]["step_s"], strict=True):
         assert predict_step_s(model, w, 0.0, world) == pytest.approx(measured)
     # a delay lengthens a round trip; one the resolver's measured idle time cannot hide
-    # (that slack is at most the clean step; the fit charges κ·δ for it) shows in the
-    # step: a busy machine's long tiny-run steps hid 10 ms in one suite run
-    kappa = data["rpc"]["fit"]["delay_coef"]
-    assert kappa > 0, f"the RPC fit's κ = {kappa}: a delay shortens a round trip"
-    delay_ms = max(10.0, 2e3 * max(data["runs"]["step_s"]) / min(kappa, 1.0))
+    # (that slack is at most the clean step; the fit charges at least
+    # (κ + min(0, γ)·largest miss bytes·1e3)·δ for it) shows in the step: a busy
+    # machine's long tiny-run steps hid 10 ms in one suite run
+    fit = data["rpc"]["fit"]
+    per_s = fit["delay_coef"] + min(0.0, fit["gamma_s_per_byte_ms"]) * \
+        float(model.miss.max()) * model.row_bytes * 1e3
+    assert per_s > 0, f"the RPC fit {fit}: a delay shortens a round trip"
+    delay_ms = max(10.0, 2e3 * max(data["runs"]["step_s"]) / min(per_s, 1.0))
     assert predict_step_s(model, windows[-1], delay_ms, world) > \
         predict_step_s(model, windows[-1], 0.0, world)
     return data
