@@ -1,9 +1,11 @@
-"""Collect the GreenDyGNN part-2 benchmark (benchmarks/configs/greendygnn_dqn_arxiv.yaml):
-calibration fits, simulator validation (Figure 8), policy training (time, learning curve,
-simulated comparison with every static window per archetype), the learned controller's
-windows, the ablation (Table II) and the comparison with the best static window measured
-under the paper's schedule. Energies as in collect_greendygnn.py (target model, J per
-congested epoch, straggler wait counted idle).
+"""Collect the GreenDyGNN control-plane benchmarks (benchmarks/configs/greendygnn_dqn_arxiv.yaml,
+greendygnn_eval_products.yaml): calibration fits, simulator validation (Figure 8), policy
+training (time, learning curve, simulated comparison with every static window per
+archetype), the learned controller's windows, the ablation (Table II: whole-run energy, as
+the paper's totals) and the comparison with the best static window measured under the
+paper's schedule. Energies as in collect_greendygnn.py (target model, J per epoch,
+straggler wait counted idle). One workload per results directory: the first control
+directory is read.
 
 Usage: python benchmarks/collect_greendygnn_dqn.py RESULTS_DIR OUT_PREFIX
 """
@@ -23,11 +25,24 @@ from collect_greendygnn import _pm, epoch_table, methods, per_run, sweep
 
 from commgnn.systems.greendygnn.figures.greendygnn_runs import load_runs
 
-ABLATION = {"GreenDyGNN [greendygnn-dqn]": "GreenDyGNN (full, dqn)",
-            "GreenDyGNN [greendygnn-dqn-uniform]": "w/o Cost Weights (dqn, uniform)",
-            "GreenDyGNN-static(16)": "w/o RL (static W = 16)",
-            "GreenDyGNN-heuristic": "heuristic (Eq. 7)", "RapidGNN": "RapidGNN",
-            "DGL": "DGL", "BGL": "BGL"}
+#: Table II's rows and the baselines beside them: (label or method, the row's name). A
+#: label matches first; a method matches where exactly one label of it ran.
+ABLATION = (("GreenDyGNN", "GreenDyGNN (full, dqn)"),
+            ("GreenDyGNN w/o cost weights", "w/o Cost Weights (dqn, uniform)"),
+            ("GreenDyGNN-static(16)", "w/o RL (static W = 16)"),
+            ("GreenDyGNN-heuristic", "heuristic (Eq. 7)"), ("RapidGNN", "RapidGNN"),
+            ("DGL", "DGL"), ("BGL", "BGL"))
+#: The learned controller's methods (with and without cost weights).
+LEARNED = ("GreenDyGNN", "GreenDyGNN w/o cost weights")
+
+
+def _find(rows: list[dict], key: str) -> dict | None:
+    """The row labelled ``key``, else the one row of method ``key`` (None: none or several)."""
+    for r in rows:
+        if r["method"] == key:
+            return r
+    of_method = [r for r in rows if r["base_method"] == key]
+    return of_method[0] if len(of_method) == 1 else None
 
 
 def control_dir(results: Path) -> Path:
@@ -56,7 +71,7 @@ def dqn_vs_best_static(per: pd.DataFrame) -> list[dict]:
     for network, group in per[(per["seed"] == 0) & (per["network"] != "clean")].groupby(
             "network"):
         static = group[group["method"] == "GreenDyGNN-static"]
-        dqn = group[group["label"].str.startswith("GreenDyGNN [greendygnn-dqn]")]
+        dqn = group[group["method"] == "GreenDyGNN"]
         if static.empty or dqn.empty:
             continue
         by_w = {int(w): float(e) for w, e in zip(
@@ -71,7 +86,7 @@ def dqn_vs_best_static(per: pd.DataFrame) -> list[dict]:
 
 
 def window_trace(epochs: pd.DataFrame) -> list[dict]:
-    dqn = epochs[epochs["method"] == "GreenDyGNN"]
+    dqn = epochs[epochs["method"].isin(LEARNED)]
     return [{"variant": label, "network": n, "epoch": int(e),
              "mean_window": float(g["mean_window"].mean()),
              "delay_est_ms": float(g["delay_est_ms"].mean()), "seeds": len(g)}
@@ -79,15 +94,17 @@ def window_trace(epochs: pd.DataFrame) -> list[dict]:
 
 
 def ablation(method_rows: list[dict]) -> list[dict]:
-    by = {r["method"]: r for r in method_rows}
-    full = by.get("GreenDyGNN [greendygnn-dqn]")
+    """Table II: each variant's whole-run energy per epoch against the full system's (one
+    congested network)."""
+    full = _find(method_rows, "GreenDyGNN")
     out = []
-    for label, name in ABLATION.items():
-        if label not in by:
+    for key, name in ABLATION:
+        r = _find(method_rows, key)
+        if r is None:
             continue
-        r = by[label]
-        out.append({"variant": name, "energy_j": r["energy_j"], "energy_j_std":
-                    r["energy_j_std"], "seeds": r["seeds"],
+        out.append({"variant": name, "label": r["method"], "energy_j": r["energy_j"],
+                    "energy_j_std": r["energy_j_std"], "total_kj": r["total_kj"],
+                    "seeds": r["seeds"],
                     "vs_full_pct": 100 * (r["energy_j"] / full["energy_j"] - 1)
                     if full else float("nan")})
     return out
@@ -96,9 +113,10 @@ def ablation(method_rows: list[dict]) -> list[dict]:
 def markdown(result: dict) -> str:
     cal, val, pol = result["calibration"], result["validation"], result["policy"]
     fit = cal["rpc_fit"]
-    lines = ["# GreenDyGNN part 2 on arxiv-like (generated by "
+    lines = [f"# GreenDyGNN's control plane on {', '.join(result['datasets'])} (generated by "
              "benchmarks/collect_greendygnn_dqn.py)", "",
-             "Target time (raw ÷ f), target-model energy (J per congested epoch, 4 workers).",
+             "Target time (raw ÷ f), target-model energy (J per epoch, all workers): the "
+             "methods over the congested epochs, the ablation over the whole run.",
              "", "## Calibration (Algorithm 1)", "",
              "The paper's fitted α, β, γ are blank in its copy: no paper column.", "",
              "| parameter | fitted |", "|---|---|",
@@ -150,10 +168,12 @@ def markdown(result: dict) -> str:
                      f"{_pm(m['energy_vs_RapidGNN'], m['energy_vs_RapidGNN_std'])} | "
                      f"{_pm(m['time_s'], m['time_s_std'])} | {m['hit_rate']:.3f} | "
                      f"{window} |")
-    lines += ["", "## Ablation (Table II analogue)", "",
-              "| variant | J/epoch | seeds | vs full |", "|---|---|---|---|"]
+    lines += ["", "## Ablation (Table II analogue; whole run under congestion)", "",
+              "| variant | label | J/epoch | kJ a run | seeds | vs full |",
+              "|---|---|---|---|---|---|"]
     for a in result["ablation"]:
-        lines.append(f"| {a['variant']} | {_pm(a['energy_j'], a['energy_j_std'], 1)} | "
+        lines.append(f"| {a['variant']} | {a['label']} | "
+                     f"{_pm(a['energy_j'], a['energy_j_std'], 1)} | {a['total_kj']:.2f} | "
                      f"{len(a['seeds'])} | {a['vs_full_pct']:+.1f} % |")
     lines += ["", "## Best static window under the paper's schedule (seed 0)", ""]
     for s in result["sweep"]:
@@ -180,17 +200,19 @@ def main(results: Path, prefix: Path) -> None:
     runs = load_runs([results / "tables" / "runs.csv"])
     epochs = epoch_table(results, runs)
     congested = per_run(epochs, congested_only=True)
+    whole = per_run(epochs, congested_only=False)
     training = json.loads((control / "policy" / "training.json").read_text())
     rewards = training["episode_rewards"]
     method_rows = methods(congested)
     result = {
+        "datasets": sorted(runs["dataset"].unique().tolist()),
         "calibration": calibration_summary(control),
         "validation": json.loads((control / "validation" / "validation.json").read_text()),
         "policy": {k: training[k] for k in ("seconds", "episodes", "gradient_steps",
                                             "evaluation", "env", "dqn")}
         | {"reward_first": float(np.mean(rewards[:100])),
            "reward_last": float(np.mean(rewards[-100:]))},
-        "methods": method_rows, "ablation": ablation(method_rows),
+        "methods": method_rows, "ablation": ablation(methods(whole)),
         "sweep": sweep(congested), "windows": window_trace(epochs),
         "dqn_vs_best_static": dqn_vs_best_static(congested)}
     prefix.parent.mkdir(parents=True, exist_ok=True)

@@ -371,6 +371,31 @@ def test_greendygnn_fig4_energy_per_epoch_from_the_worker_records(out):
         assert math.isnan(row["total_std_j"]) and row["seeds"] == 1
 
 
+#: The clean runs of the paper's methods in the tiny pipeline: system -> (method, label), in
+#: the paper's order (``dgl-global`` and ``oracle`` are not the paper's methods).
+CLEAN = {"default": ("DGL", "DGL"),
+         "rapidgnn-h200": ("RapidGNN", "RapidGNN [rapidgnn-h200]"),
+         "rapidgnn": ("RapidGNN", "RapidGNN [rapidgnn]"),
+         "greendygnn": ("GreenDyGNN-static", "GreenDyGNN-static(2)")}
+
+
+def test_greendygnn_fig6_clean_energy_per_epoch_of_the_paper_methods(out):
+    """Figure 6: per clean run of the paper's methods, the target-model energy per epoch
+    summed over workers (GPU, CPU, total); other systems on the clean network left out."""
+    table = _figure(out, "greendygnn_fig6")
+    assert list(zip(table["method"], table["label"], strict=True)) == list(CLEAN.values())
+    for (_, row), system in zip(table.iterrows(), CLEAN, strict=True):
+        directory = _run(out, system)
+        epochs = len(_epochs(directory))
+        gpu = _worker_sum(directory, "energy_target_gpu_j") / epochs
+        cpu = _worker_sum(directory, "energy_target_cpu_j") / epochs
+        assert _green_cell(row) == {**CELL, "partitioning": "metis2", "network": "10gbe"}
+        assert row["gpu_j"] == pytest.approx(gpu), system
+        assert row["cpu_j"] == pytest.approx(cpu), system
+        assert row["total_j"] == pytest.approx(gpu + cpu), system
+        assert math.isnan(row["total_std_j"]) and row["seeds"] == 1
+
+
 def test_greendygnn_fig9_cumulative_energy_from_the_worker_records(out):
     """Figure 9: per congested run and epoch, ``energy_target_cum_j`` the target-model
     energy of every epoch up to it, summed over workers (mean over seeds)."""

@@ -54,6 +54,7 @@ DESCRIPTION = SystemDescription(
         "greendygnn_fig2": ("runs",),
         "greendygnn_fig4": ("runs",),
         "greendygnn_fig5": ("runs",),
+        "greendygnn_fig6": ("runs",),
         "greendygnn_fig9": ("run_dirs",),
         "greendygnn_table1": ("runs",),
         "greendygnn_fig7": ("run_dirs",),

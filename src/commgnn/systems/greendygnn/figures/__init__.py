@@ -6,6 +6,7 @@ INDEX: dict[str, tuple[str, str, str]] = {
                         "energy vs rebuild window, clean and congested"),
     "greendygnn_fig4": ("GreenDyGNN", "Fig. 4", "energy under congestion by method"),
     "greendygnn_fig5": ("GreenDyGNN", "Fig. 5", "congestion overhead vs each clean run"),
+    "greendygnn_fig6": ("GreenDyGNN", "Fig. 6", "energy without congestion by method"),
     "greendygnn_fig7": ("GreenDyGNN", "Fig. 7", "rebuild window and hit rate per epoch"),
     "greendygnn_fig8": ("GreenDyGNN", "Fig. 8", "simulator validation error"),
     "greendygnn_fig9": ("GreenDyGNN", "Fig. 9", "cumulative energy under congestion"),

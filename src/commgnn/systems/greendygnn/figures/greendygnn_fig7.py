@@ -29,16 +29,28 @@ COLUMNS = ["run", "system", "network", "epoch", "mean_window", "hit_rate", "max_
 CONTROLLERS = ("dqn", "heuristic")
 
 
-def epoch_delays_ms(summary: dict) -> list[float]:
-    """The largest injected one-way delay (ms) per configured epoch of the run's network;
-    NaN for time-based schedules (no per-epoch table)."""
+def epoch_node_delays_ms(summary: dict) -> list[dict[int, float]] | None:
+    """The injected one-way delay (ms) of each delayed machine, per configured epoch of the
+    run's network (``{}``: a clean epoch); None for time-based schedules (no per-epoch
+    table)."""
     network = summary.get("network_spec") or {}
     spec = network.get("congestion") if isinstance(network, dict) else None
     epochs = int((summary.get("training") or {}).get("epochs") or summary.get("epochs") or 0)
     if isinstance(spec, dict) and spec.get("kind") == "time":
-        return [math.nan] * epochs
+        return None
     machines = max(1, int(summary.get("workers", 1)) // int(network.get("workers_per_node", 1)))
     table = congestion_from_spec(spec, machines, epochs).epoch_table_ms(epochs)
+    return [{n: d for n, d in delays.items() if d > 0} for delays in table]
+
+
+def epoch_delays_ms(summary: dict) -> list[float]:
+    """The largest injected one-way delay (ms) per configured epoch of the run's network;
+    NaN for time-based schedules (no per-epoch table)."""
+    table = epoch_node_delays_ms(summary)
+    if table is None:
+        epochs = int((summary.get("training") or {}).get("epochs") or summary.get("epochs")
+                     or 0)
+        return [math.nan] * epochs
     return [max(delays.values(), default=0.0) for delays in table]
 
 

@@ -96,6 +96,27 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     return label_runs(runs)
 
 
+def energy_by_method(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per workload, network and method (label): the target-model energy per epoch, GPU
+    and CPU parts and their sum, mean over seeds (``total_std_j``: its spread), in the
+    paper's method order (Figures 4 and 6)."""
+    runs = runs.assign(gpu_j=runs["energy_target_gpu_j"] / runs["epochs"],
+                       cpu_j=runs["energy_target_cpu_j"] / runs["epochs"])
+    runs["total_j"] = runs["gpu_j"] + runs["cpu_j"]
+    data = runs.groupby([*WORKLOAD, "network", "method", "label"], dropna=False).agg(
+        gpu_j=("gpu_j", "mean"), cpu_j=("cpu_j", "mean"), total_j=("total_j", "mean"),
+        total_std_j=("total_j", "std"), seeds=("seed", "nunique")).reset_index()
+    data["order"] = data["method"].map({m: i for i, m in enumerate(METHODS)})
+    return data.sort_values(["order", "label"]).drop(columns="order")
+
+
+def energy_bars(data: pd.DataFrame) -> pd.DataFrame:
+    """:func:`energy_by_method`'s totals as bars: one row per cell, one column per label."""
+    cell = data["dataset"] + " b" + data["batch_size"].astype(str) + " " + data["network"]
+    return data.assign(cell=cell).pivot_table(index="cell", columns="label",
+                                              values="total_j", sort=False)
+
+
 def seed_spread(frame: pd.DataFrame, keys: list[str], column: str) -> pd.DataFrame:
     """Mean, standard deviation and seed count of ``column`` per ``keys``."""
     return frame.groupby(keys, dropna=False).agg(
