@@ -277,14 +277,6 @@ def per_epoch(epochs: pd.DataFrame) -> list[dict]:
             for (n, label, e), g in epochs.groupby(["network", "label", "epoch"])]
 
 
-def heuristic_trace(epochs: pd.DataFrame) -> list[dict]:
-    """The heuristic controller's mean window and inferred delay per epoch."""
-    h = epochs[epochs["method"] == "GreenDyGNN-heuristic"]
-    return [{"network": n, "epoch": int(e), "mean_window": float(g["mean_window"].mean()),
-             "delay_est_ms": float(g["delay_est_ms"].mean()), "seeds": len(g)}
-            for (n, e), g in h.groupby(["network", "epoch"])]
-
-
 def _pm(mean: float, std: float, digits: int = 3) -> str:
     return f"{mean:.{digits}f}" if np.isnan(std) else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
@@ -403,8 +395,7 @@ def main(results: Path, prefix: Path) -> None:
               "methods": methods(congested, congested=True),
               "methods_clean": methods(whole, congested=False),
               "overhead": overhead(congested), "sweep": sweep(congested),
-              "phases": phases(epochs), "per_epoch": per_epoch(epochs),
-              "heuristic": heuristic_trace(epochs)}
+              "phases": phases(epochs), "per_epoch": per_epoch(epochs)}
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(result, indent=2, default=float) + "\n")
     prefix.with_suffix(".md").write_text(markdown(result))
