@@ -3,7 +3,10 @@ run directories: per run, each epoch's target time (raw ÷ time dilation), time 
 iteration, merges and miss rate, and per model the search's settled merge count against
 the fixed-merge and no-merge runs beside it (JSON + Markdown).
 
-Usage: python benchmarks/collect_hopgnn_merging.py OUT_PREFIX RUN_DIR...
+Usage: python benchmarks/collect_hopgnn_merging.py [--update] OUT_PREFIX RUN_DIR...
+
+``--update`` keeps the rows of ``OUT_PREFIX.json`` whose model and seed no given run has (a
+campaign over several sessions, whose earlier run directories are gone).
 
 A run's merging mode is read from its summary (``system_options``): ``search`` (§5.3: epoch 0
 unmerged, one more merge while the epoch gets faster, else back and freeze), ``fixed``
@@ -90,18 +93,34 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(prefix: Path, runs: list[Path]) -> None:
+def updated(previous: dict, runs: list[str], rows: list[dict]) -> tuple[list[str], list[dict]]:
+    """``previous``'s runs and rows for the (model, seed) pairs ``rows`` lacks, then these."""
+    fresh = {(r["model"], r["seed"]) for r in rows}
+    kept = [r for r in previous["rows"] if (r["model"], r["seed"]) not in fresh]
+    old_runs = [r for r in previous["runs"] if r not in runs]
+    merged = sorted(kept + rows, key=lambda r: (r["model"], r["seed"]))
+    return old_runs + runs, merged
+
+
+def main(prefix: Path, runs: list[Path], update: bool = False) -> None:
     rows = [row for run in runs for row in epoch_rows(run)]
     if not rows:
         raise SystemExit("collect_hopgnn_merging: no HopGNN micrograph runs with "
                          "pre-gathering among the run directories given")
     result = compare(pd.DataFrame(rows))
+    names = [str(r) for r in runs]
+    if update and prefix.with_suffix(".json").is_file():
+        names, result = updated(json.loads(prefix.with_suffix(".json").read_text()), names,
+                                result)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(
-        {"runs": [str(r) for r in runs], "rows": result}, indent=2) + "\n")
+        {"runs": names, "rows": result}, indent=2) + "\n")
     prefix.with_suffix(".md").write_text(markdown(result))
     print(prefix.with_suffix(".md").read_text())
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
+    args = sys.argv[1:]
+    update = "--update" in args
+    args = [a for a in args if a != "--update"]
+    main(Path(args[0]), [Path(p) for p in args[1:]], update)

@@ -91,10 +91,12 @@ def cmd_partition_table(args: argparse.Namespace) -> None:
 
 def cmd_runs_table(args: argparse.Namespace) -> None:
     # deferred: imports numpy, pandas, pymetis, scipy, torch
-    from commgnn.report.tables import runs_table
+    from commgnn.report.tables import read_runs_table, runs_table, updated_runs_table
 
     _require(args.runs, "summary.json")
     frame = runs_table(args.runs)
+    if args.update and args.out.is_file():
+        frame = updated_runs_table(read_runs_table(args.out), frame)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(frame, args.out)
 
@@ -347,6 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs-table", help="gather run summaries into one CSV table")
     p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--update", action="store_true",
+                   help="keep the rows of --out's runs that are not given (their directories "
+                        "gone, e.g. a campaign over several sessions); a given run replaces "
+                        "its row")
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.set_defaults(func=cmd_runs_table)
     return parser

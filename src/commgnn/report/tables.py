@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.core.errors import InputError
 from commgnn.core.spec import RUN_KEYS, run_id
 from commgnn.partition import read_partition_meta
 from commgnn.train.summary import COMMON_KEYS
@@ -60,3 +61,21 @@ def runs_table(run_dirs: list[Path]) -> pd.DataFrame:
         row.update({f"option_{k}": v for k, v in sorted(options.items()) if k != "system"})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def read_runs_table(path: Path) -> pd.DataFrame:
+    """A runs table written by :func:`runs_table`; :class:`InputError` naming ``path`` if it
+    has no ``run_id`` column."""
+    table = pd.read_csv(path)
+    if "run_id" not in table:
+        raise InputError(f"{path}: no run_id column (not a runs table)")
+    return table
+
+
+def updated_runs_table(previous: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
+    """``previous``'s rows of runs that ``fresh`` has not, then ``fresh``'s rows: a table
+    kept across sessions whose earlier run directories are gone (a run given again replaces
+    its row). Columns are the union, in ``fresh``'s order first; rows keep run order."""
+    kept = previous[~previous["run_id"].isin(set(fresh["run_id"]))]
+    columns = list(fresh.columns) + [c for c in previous.columns if c not in fresh.columns]
+    return pd.concat([kept, fresh], ignore_index=True).reindex(columns=columns)
