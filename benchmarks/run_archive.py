@@ -52,18 +52,23 @@ def save(results: Path, directories: list[Path], archive_root: Path = ARCHIVE_RO
             if member.suffix == ".jsonl":
                 target = target.with_name(target.name + ".gz")
             plan.append((directory / member, target))
-    written = []
     for source, target in plan:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        if target.suffix == ".gz":
-            with source.open("rb") as raw, gzip.GzipFile(partial, "wb", mtime=0) as packed:
-                shutil.copyfileobj(raw, packed)
-        else:
-            shutil.copyfile(source, partial)
-        os.replace(partial, target)
-        written.append(target)
-    return written
+        _copy(source, target, pack=target.suffix == ".gz")
+    return [target for _, target in plan]
+
+
+def _copy(source: Path, target: Path, pack: bool = False, unpack: bool = False) -> None:
+    """``source`` to ``target`` (gzipped without a time stamp, or gunzipped), through a
+    ``.partial`` file renamed into place: never a half-written target."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    if pack or unpack:
+        with (gzip.open(source, "rb") if unpack else source.open("rb")) as raw, \
+                (gzip.GzipFile(partial, "wb", mtime=0) if pack else partial.open("wb")) as out:
+            shutil.copyfileobj(raw, out)
+    else:
+        shutil.copyfile(source, partial)
+    os.replace(partial, target)
 
 
 def restore(archive: Path, results: Path) -> list[Path]:
@@ -72,18 +77,10 @@ def restore(archive: Path, results: Path) -> list[Path]:
         raise SystemExit(f"{archive}: no archive directory")
     written = []
     for packed in sorted(p for p in archive.rglob("*") if p.is_file()):
-        relative = packed.relative_to(archive)
-        target = results / relative
-        if packed.suffix == ".gz":
-            target = target.with_suffix("")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        if packed.suffix == ".gz":
-            with gzip.open(packed, "rb") as raw, partial.open("wb") as out:
-                shutil.copyfileobj(raw, out)
-        else:
-            shutil.copyfile(packed, partial)
-        os.replace(partial, target)
+        target = results / packed.relative_to(archive)
+        zipped = packed.suffix == ".gz"
+        target = target.with_suffix("") if zipped else target
+        _copy(packed, target, unpack=zipped)
         written.append(target)
     return written
 
