@@ -3,9 +3,12 @@ each file under ``benchmarks/results/`` to what made it — the commit and the t
 (:mod:`commgnn.core.testbed`: dataset generator, congestion model, time-dilation policy, energy
 model).
 
-A runs table whose runs recorded their testbed (a ``testbed`` column) gives it; any other
-file made before results recorded one is "unversioned, made at <commit>" (the commit that
-last wrote it, from git): such results pool with nothing made elsewhere. The claims ledger
+A runs table whose runs recorded their testbed (a ``testbed`` column) gives it; the figure
+tables a benchmark's collector draws from its runs (``<name>_figures/*``) are on the testbed
+of its runs table (``<name>_runs.csv``) where that table is on one, whichever commit wrote
+them; any other file made
+before results recorded one is "unversioned, made at <commit>" (the commit that last wrote
+it, from git): such results pool with nothing made elsewhere. The claims ledger
 (``benchmarks/claims_ledger.py``) reads the manifest and judges every testbed apart;
 ``tests/test_benchmark_provenance.py`` fails when a committed result has no entry.
 
@@ -53,6 +56,16 @@ def testbeds_of(relative: str, commit: str) -> str:
     return f"unversioned, made at {commit}"
 
 
+def runs_table_of(relative: str) -> str | None:
+    """The runs table a benchmark's figure file was drawn from (``<name>_figures/…`` →
+    ``<name>_runs.csv``), if the benchmark has one."""
+    parts = Path(relative).parts
+    if len(parts) < 2 or not parts[0].endswith("_figures"):
+        return None
+    table = parts[0].removesuffix("_figures") + "_runs.csv"
+    return table if (RESULTS / table).is_file() else None
+
+
 def entry(relative: str) -> dict:
     commit = last_commit(relative)
     return {"commit": commit, "testbed": testbeds_of(relative, commit)}
@@ -68,6 +81,10 @@ def update(refresh: set[str] = frozenset()) -> dict[str, dict]:
     known = load()
     manifest = {name: (entry(name) if name in refresh else known.get(name) or entry(name))
                 for name in result_files()}
+    for name, made in manifest.items():  # a benchmark's figures: its runs' one testbed
+        table = runs_table_of(name)
+        if table is not None and " | " not in manifest[table]["testbed"]:
+            made["testbed"] = manifest[table]["testbed"]
     MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 

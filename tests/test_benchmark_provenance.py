@@ -88,3 +88,29 @@ def test_a_new_result_gets_an_entry_and_an_old_one_keeps_its_own(tmp_path, monke
     assert "gone.json" not in made
     assert made["new_runs.csv"]["testbed"] == ("synthetic v1; congestion v1; dilation per run; "
                                                "target energy v1")
+
+
+def test_a_benchmarks_figures_are_on_its_runs_testbed(tmp_path, monkeypatch):
+    """Figures a collector drew from a benchmark's runs take the runs table's testbed, so the
+    ledger judges that benchmark once, not once per commit that wrote one of its files."""
+    results = tmp_path / "results"
+    (results / "toy_figures").mkdir(parents=True)
+    (results / "mixed_figures").mkdir()
+    testbed = "synthetic v2; congestion v2; dilation per workload; target energy v2"
+    _runs(testbed).to_csv(results / "toy_runs.csv", index=False)
+    pd.concat([_runs("testbed A"), _runs("testbed B")]).to_csv(results / "mixed_runs.csv",
+                                                                index=False)
+    for name in ("toy_figures/hopgnn_fig11.csv", "mixed_figures/hopgnn_fig11.csv",
+                 "other_figures.json"):
+        (results / name).write_text("{}")
+    monkeypatch.setattr(provenance, "RESULTS", results)
+    monkeypatch.setattr(provenance, "MANIFEST", results / "PROVENANCE.json")
+    made = provenance.update()
+    assert made["toy_figures/hopgnn_fig11.csv"]["testbed"] == testbed
+    assert made["mixed_runs.csv"]["testbed"] == "testbed A | testbed B"
+    assert made["mixed_figures/hopgnn_fig11.csv"]["testbed"].startswith("unversioned")
+    assert made["other_figures.json"]["testbed"].startswith("unversioned")
+    # an entry recorded before (its own commit's "unversioned") is brought to the runs'
+    made["toy_figures/hopgnn_fig11.csv"]["testbed"] = "unversioned, made at 0ld"
+    (results / "PROVENANCE.json").write_text(json.dumps(made))
+    assert provenance.update()["toy_figures/hopgnn_fig11.csv"]["testbed"] == testbed
