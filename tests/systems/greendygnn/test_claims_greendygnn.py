@@ -267,6 +267,20 @@ def test_window_shift(optima, value, verdict):
     assert "best energy +150% under congestion" in row["reason"]  # 5 / 2 − 1
 
 
+def test_a_single_static_window_is_no_window_shift():
+    """A run set with one static window per network (the evaluation's W = 16 only) has an
+    'optimum' by default; the claim is not measured rather than judged 16 → 16."""
+    one = {k: t[t["window"] == 16].assign(optimal=True) for k, t in _fig2({"congested": 8}).items()}
+    row = _row("greendygnn-window-shift", one)
+    assert row["verdict"] == "not measured"
+    assert "no static-window sweep" in row["reason"]
+    partial = _fig2({"congested": 8})["greendygnn_fig2"]
+    partial = partial[(partial["network"] == "clean") | (partial["window"] == 16)]
+    partial.loc[partial["network"] == "congested", "optimal"] = True
+    row = _row("greendygnn-window-shift", {"greendygnn_fig2": partial})
+    assert row["verdict"] == "not measured"  # the clean sweep alone has nothing to pair
+
+
 def test_an_overhead_absorbed_over_a_higher_clean_energy_does_not_hold():
     """GreenDyGNN's smaller overhead over its own clean run says nothing where it used more
     energy than RapidGNN under congestion (its clean energy was higher still)."""
