@@ -6,11 +6,11 @@ model).
 A runs table whose runs recorded their testbed (a ``testbed`` column) gives it; the figure
 tables a benchmark's collector draws from its runs (``<name>_figures/*``) are on the testbed
 of its runs table (``<name>_runs.csv``) where that table is on one, whichever commit wrote
-them; any other file made
-before results recorded one is "unversioned, made at <commit>" (the commit that last wrote
-it, from git): such results pool with nothing made elsewhere. The claims ledger
-(``benchmarks/claims_ledger.py``) reads the manifest and judges every testbed apart;
-``tests/test_benchmark_provenance.py`` fails when a committed result has no entry.
+them; any other file made before results recorded one is "unversioned, made at <commit>"
+(the commit that last wrote it, from git): such results pool with nothing made elsewhere.
+The claims ledger (``benchmarks/claims_ledger.py``) reads the manifest and judges every
+testbed apart; ``tests/test_benchmark_provenance.py`` fails when a committed result has no
+entry.
 
     python benchmarks/provenance.py     # add entries for new files, drop gone ones
 """
@@ -33,6 +33,10 @@ def result_files() -> list[str]:
                   if p.is_file() and p != MANIFEST)
 
 
+#: Joins the testbeds of a runs table whose runs were made on several.
+TESTBED_SEPARATOR = " | "
+
+
 def _git(*args: str) -> str:
     done = subprocess.run(["git", *args], cwd=RESULTS, capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else ""
@@ -52,7 +56,7 @@ def testbeds_of(relative: str, commit: str) -> str:
     if path.name.endswith("runs.csv"):
         runs = pd.read_csv(path)
         if "testbed" in runs and runs["testbed"].notna().all():
-            return " | ".join(sorted(set(runs["testbed"])))
+            return TESTBED_SEPARATOR.join(sorted(set(runs["testbed"])))
     return f"unversioned, made at {commit}"
 
 
@@ -83,7 +87,7 @@ def update(refresh: set[str] = frozenset()) -> dict[str, dict]:
                 for name in result_files()}
     for name, made in manifest.items():  # a benchmark's figures: its runs' one testbed
         table = runs_table_of(name)
-        if table is not None and " | " not in manifest[table]["testbed"]:
+        if table is not None and TESTBED_SEPARATOR not in manifest[table]["testbed"]:
             made["testbed"] = manifest[table]["testbed"]
     MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
