@@ -3,8 +3,11 @@ greendygnn_eval_products.yaml): calibration fits, simulator validation (Figure 8
 training (time, learning curve, simulated comparison with every static window per
 archetype), the learned controller's windows, the ablation (Table II: whole-run energy, as
 the paper's totals) and the comparison with the best static window measured under the
-paper's schedule. Energies as in collect_greendygnn.py (target model, J per epoch,
-straggler wait counted idle). One workload per results directory: the first control
+paper's schedule, and when each controller decided its windows: the double-buffered pipeline
+decides window k + 1 at the first step of window k (its builder fills it meanwhile), so a
+window's size is chosen one window ahead; the table counts the congested steps run under a
+window decided in a clean epoch. Energies as in collect_greendygnn.py (target model, J per
+epoch, straggler wait counted idle). One workload per results directory: the first control
 directory is read.
 
 Usage: python benchmarks/collect_greendygnn_dqn.py RESULTS_DIR OUT_PREFIX
@@ -21,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from collect_greendygnn import _pm, epoch_table, methods, per_run, sweep
+from collect_greendygnn import CONTROLLERS, _pm, _run_dir, epoch_table, methods, per_run, sweep
 
+from commgnn.systems.greendygnn.figures.greendygnn_fig7 import epoch_delays_ms
 from commgnn.systems.greendygnn.figures.greendygnn_runs import load_runs
 
 #: Table II's rows and the baselines beside them: (label or method, the row's name). A
@@ -91,6 +95,65 @@ def window_trace(epochs: pd.DataFrame) -> list[dict]:
              "mean_window": float(g["mean_window"].mean()),
              "delay_est_ms": float(g["delay_est_ms"].mean()), "seeds": len(g)}
             for (label, n, e), g in dqn.groupby(["label", "network", "epoch"])]
+
+
+def windows_of(steps: pd.DataFrame, steps_per_epoch: int) -> list[dict]:
+    """One worker's windows in run order (its step records, one row per step): where each
+    started and ran, its size and template, and where it was decided — at the first step of
+    the window before it (window 0 and 1: at the run's first step), with the inferred delay
+    recorded there."""
+    steps = steps.assign(g=steps["epoch"] * steps_per_epoch + steps["step"]).sort_values("g")
+    out: list[dict] = []
+    for index, rows in steps.groupby("window_index", sort=False):
+        out.append({"window_index": int(index), "start": int(rows["g"].iloc[0]),
+                    "steps": len(rows), "window": int(rows["window"].iloc[0]),
+                    "bias_owner": int(rows["bias_owner"].iloc[0]),
+                    "epochs": sorted(int(e) for e in rows["epoch"].unique()),
+                    "delay_est_ms": float(rows["delay_est_ms"].iloc[0])})
+    for i, w in enumerate(out):
+        at = out[max(0, i - 1)]
+        w["decided_at"] = 0 if i <= 1 else at["start"]
+        w["decided_delay_est_ms"] = 0.0 if i <= 1 else at["delay_est_ms"]
+    return out
+
+
+def decision_lag(steps: pd.DataFrame, steps_per_epoch: int,
+                 delays_ms: list[float]) -> dict:
+    """One worker: its windows (:func:`windows_of`), and how many of its steps in congested
+    epochs (``delays_ms`` > 0, the run's schedule) ran under a window decided in a clean
+    epoch."""
+    windows = windows_of(steps, steps_per_epoch)
+    congested = stale = 0
+    for w in windows:
+        decided_clean = delays_ms[w["decided_at"] // steps_per_epoch] == 0
+        for g in range(w["start"], w["start"] + w["steps"]):
+            if delays_ms[g // steps_per_epoch] > 0:
+                congested += 1
+                stale += int(decided_clean)
+    return {"windows": windows, "congested_steps": congested, "stale_steps": stale}
+
+
+def decisions(results: Path, runs: pd.DataFrame) -> list[dict]:
+    """Per congested controller run and worker: :func:`decision_lag`, with the windows of at
+    least one epoch listed."""
+    out = []
+    for _, run in runs[runs["method"].isin(CONTROLLERS) & runs["congested"]].iterrows():
+        directory = _run_dir(results, run)
+        summary = json.loads((directory / "summary.json").read_text())
+        delays = epoch_delays_ms(summary)
+        if any(np.isnan(d) for d in delays):
+            continue  # a time-based schedule: no congested epochs to count
+        for worker in range(int(run["workers"])):
+            steps = pd.read_json(directory / f"steps_w{worker}.jsonl", lines=True)
+            per_epoch = int(steps.groupby("epoch")["step"].max().max()) + 1
+            lag = decision_lag(steps, per_epoch, delays)
+            out.append({"label": run["label"], "network": run["network"],
+                        "seed": int(run["seed"]), "worker": worker,
+                        "steps_per_epoch": per_epoch, "n_windows": len(lag["windows"]),
+                        "congested_steps": lag["congested_steps"],
+                        "stale_steps": lag["stale_steps"],
+                        "long_windows": [w for w in lag["windows"] if w["steps"] >= per_epoch]})
+    return out
 
 
 def ablation(method_rows: list[dict]) -> list[dict]:
@@ -192,6 +255,23 @@ def markdown(result: dict) -> str:
     for t in result["windows"]:
         lines.append(f"| {t['variant']} | {t['network']} | {t['epoch']} | "
                      f"{t['mean_window']:.1f} | {t['delay_est_ms']:.1f} | {t['seeds']} |")
+    lines += ["", "## When the controllers decided (congested runs)", "",
+              "Window k + 1 is decided at the first step of window k, so a window runs "
+              "on a decision one window old. Stale: steps of congested epochs under a "
+              "window decided in a clean epoch. Long windows (≥ one epoch): W, template "
+              "(bias owner, −1 uniform), the step it was decided at → the steps it ran "
+              "(global steps; epoch = step ÷ steps per epoch), δ̂ at the decision.", "",
+              "| run | worker | windows | congested steps | stale | long windows |",
+              "|---|---|---|---|---|---|"]
+    for d in result["decisions"]:
+        spe = d["steps_per_epoch"]
+        long = "; ".join(
+            f"W={w['window']} t={w['bias_owner']} decided {w['decided_at']} (e"
+            f"{w['decided_at'] // spe}, δ̂ {w['decided_delay_est_ms']:.0f} ms) → "
+            f"{w['start']}–{w['start'] + w['steps'] - 1} (e{w['epochs'][0]}–{w['epochs'][-1]})"
+            for w in d["long_windows"]) or "—"
+        lines.append(f"| {d['label']} s{d['seed']} | {d['worker']} | {d['n_windows']} | "
+                     f"{d['congested_steps']} | {d['stale_steps']} | {long} |")
     return "\n".join(lines) + "\n"
 
 
@@ -214,6 +294,7 @@ def main(results: Path, prefix: Path) -> None:
            "reward_last": float(np.mean(rewards[-100:]))},
         "methods": method_rows, "ablation": ablation(methods(whole)),
         "sweep": sweep(congested), "windows": window_trace(epochs),
+        "decisions": decisions(results, runs),
         "dqn_vs_best_static": dqn_vs_best_static(congested)}
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(result, indent=2, default=float) + "\n")
