@@ -39,7 +39,7 @@ ORACLE = "oracle"
 
 
 def load(inputs: list[Path]) -> pd.DataFrame:
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
     for column, _, _ in METRICS:
         if column != "vs_oracle" and column not in runs:
             runs[column] = math.nan  # a runs table from before the column existed

@@ -86,7 +86,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables with ``method``, ``window`` (static runs), ``label``,
     ``congested``. Runs of one configuration variant share ``system`` (its config name)
     across networks: the key that pairs a congested run with its clean one."""
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
     if not (runs["base_system"] == "greendygnn").any():
         raise NotApplicable("no greendygnn runs in the runs table: add greendygnn to the "
                          "experiments")

@@ -45,7 +45,7 @@ def _true(value) -> bool:
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables with ``variant`` and ``miss_rate`` (remote input rows over all input
     rows: ``default`` from its fetch counts, HopGNN before pre-gathering)."""
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True)
+    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
     if not (runs["base_system"] == "hopgnn").any():
         raise NotApplicable("no hopgnn runs in the runs table: add hopgnn to the experiments")
     runs["variant"] = runs.apply(variant, axis=1)

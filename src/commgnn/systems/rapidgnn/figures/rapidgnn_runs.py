@@ -89,7 +89,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     and seed are an :class:`~commgnn.core.errors.InputError` (a pairing would be ambiguous);
     no RapidGNN run at all leaves every figure empty (it says so)."""
     kinds = split_inputs(inputs)
-    runs = pd.concat([pd.read_csv(p) for p in kinds["runs"]], ignore_index=True)
+    runs = pd.concat([pd.read_csv(p) for p in kinds["runs"]], ignore_index=True).copy()
     parts = pd.concat([pd.read_csv(p) for p in kinds["partition_stats"]], ignore_index=True)
     methods = parts.groupby(["dataset", "partitioning"])["method"].first()
     runs = runs.join(methods, on=["dataset", "partitioning"])
