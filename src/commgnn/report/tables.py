@@ -72,6 +72,13 @@ def read_runs_table(path: Path) -> pd.DataFrame:
     return table
 
 
+def concat_runs_tables(paths) -> pd.DataFrame:
+    """The runs tables at ``paths`` as one frame, consolidated: ``read_csv`` gives one block
+    per column, so inserting a column into the concatenation of ~140-column tables would
+    warn (pandas' PerformanceWarning) and be slow."""
+    return pd.concat([pd.read_csv(path) for path in paths], ignore_index=True).copy()
+
+
 def updated_runs_table(previous: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
     """``previous``'s rows of runs that ``fresh`` has not, then ``fresh``'s rows: a table
     kept across sessions whose earlier run directories are gone (a run given again replaces

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from commgnn.report.figures.plotting import save_figure
 from commgnn.report.labels import bgl_cache, reach_column, reach_words
 from commgnn.report.palette import system_styles
+from commgnn.report.tables import concat_runs_tables
 
 #: Runs compared side by side share all of these.
 WORKLOAD = ["dataset", "model", "layers", "workers", "batch_size", "network", "congestion",
@@ -39,7 +40,7 @@ ORACLE = "oracle"
 
 
 def load(inputs: list[Path]) -> pd.DataFrame:
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
+    runs = concat_runs_tables(inputs)
     for column, _, _ in METRICS:
         if column != "vs_oracle" and column not in runs:
             runs[column] = math.nan  # a runs table from before the column existed

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from commgnn.core.errors import NotApplicable
+from commgnn.report.tables import concat_runs_tables
 
 
 def variant(row: pd.Series) -> str:
@@ -45,7 +46,7 @@ def plateau_aggregation(runs: pd.DataFrame) -> dict:
 
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables, with ``variant`` and the epoch time without Grappa's switches."""
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
+    runs = concat_runs_tables(inputs)
     if not (runs["base_system"] == "grappa").any():
         raise NotApplicable("no grappa runs in the runs table: add grappa to the experiments")
     switch = pd.Series(runs.get("switch_s_per_epoch", 0.0), index=runs.index).fillna(0.0)

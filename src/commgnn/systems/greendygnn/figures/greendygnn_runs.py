@@ -11,6 +11,7 @@ import pandas as pd
 from commgnn.core.errors import NotApplicable
 from commgnn.report.figures.plotting import CELL
 from commgnn.report.labels import bgl_label
+from commgnn.report.tables import concat_runs_tables
 
 #: Runs of one workload share these (the network differs between clean and congested).
 WORKLOAD = [c for c in CELL if c != "network"] + ["partitioning"]
@@ -86,7 +87,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables with ``method``, ``window`` (static runs), ``label``,
     ``congested``. Runs of one configuration variant share ``system`` (its config name)
     across networks: the key that pairs a congested run with its clean one."""
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
+    runs = concat_runs_tables(inputs)
     if not (runs["base_system"] == "greendygnn").any():
         raise NotApplicable("no greendygnn runs in the runs table: add greendygnn to the "
                          "experiments")

@@ -9,6 +9,7 @@ import pandas as pd
 
 from commgnn.core.errors import NotApplicable
 from commgnn.report.figures.plotting import CELL
+from commgnn.report.tables import concat_runs_tables
 
 #: The baseline every HopGNN figure is normalised to (the paper's DGL).
 BASELINE = "DGL"
@@ -45,7 +46,7 @@ def _true(value) -> bool:
 def load_runs(inputs: list[Path]) -> pd.DataFrame:
     """The runs tables with ``variant`` and ``miss_rate`` (remote input rows over all input
     rows: ``default`` from its fetch counts, HopGNN before pre-gathering)."""
-    runs = pd.concat([pd.read_csv(path) for path in inputs], ignore_index=True).copy()
+    runs = concat_runs_tables(inputs)
     if not (runs["base_system"] == "hopgnn").any():
         raise NotApplicable("no hopgnn runs in the runs table: add hopgnn to the experiments")
     runs["variant"] = runs.apply(variant, axis=1)

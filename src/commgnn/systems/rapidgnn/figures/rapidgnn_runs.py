@@ -20,6 +20,7 @@ import pandas as pd
 
 from commgnn.core.errors import InputError
 from commgnn.core.spec import RUN_KEYS, run_id, split_model
+from commgnn.report.tables import concat_runs_tables
 
 RAPIDGNN = "RapidGNN"
 BASELINES = ("DGL-METIS", "DGL-Random", "GCN")
@@ -89,7 +90,7 @@ def load_runs(inputs: list[Path]) -> pd.DataFrame:
     and seed are an :class:`~commgnn.core.errors.InputError` (a pairing would be ambiguous);
     no RapidGNN run at all leaves every figure empty (it says so)."""
     kinds = split_inputs(inputs)
-    runs = pd.concat([pd.read_csv(p) for p in kinds["runs"]], ignore_index=True).copy()
+    runs = concat_runs_tables(kinds["runs"])
     parts = pd.concat([pd.read_csv(p) for p in kinds["partition_stats"]], ignore_index=True)
     methods = parts.groupby(["dataset", "partitioning"])["method"].first()
     runs = runs.join(methods, on=["dataset", "partitioning"])
