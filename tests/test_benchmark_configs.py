@@ -7,6 +7,7 @@ import copy
 from pathlib import Path
 
 import pytest
+from snakemake.utils import update_config
 
 from commgnn.core import config as cfg
 from commgnn.experiments import expand_experiments
@@ -17,14 +18,10 @@ PARTS = sorted(CONFIGS.glob("*_parts/*.yaml"))
 
 
 def overlay(base: dict, part: dict) -> dict:
-    """Snakemake's merge of a second ``--configfile``: mappings merge key by key, any
-    other value (a list such as ``experiments``) is replaced."""
+    """``base`` with ``part`` merged as ``snakemake --configfile BASE PART`` merges them
+    (Snakemake's own ``update_config``: mappings merge key by key, lists are replaced)."""
     merged = copy.deepcopy(base)
-    for key, value in part.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = overlay(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
+    update_config(merged, copy.deepcopy(part))
     return merged
 
 
