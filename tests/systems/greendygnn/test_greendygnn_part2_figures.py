@@ -1,5 +1,5 @@
-"""GreenDyGNN part 2 figures (Fig. 7, Fig. 8, the policy, Table II) on small synthetic
-inputs written to disk."""
+"""GreenDyGNN part 2 figures (Fig. 7, Fig. 8, the policy, Table II; Fig. 2's optimum) on
+small synthetic inputs written to disk."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from commgnn.catalog import FIGURES
 from commgnn.systems.greendygnn.figures import (
+    greendygnn_fig2,
     greendygnn_fig7,
     greendygnn_fig8,
     greendygnn_policy,
@@ -231,3 +232,21 @@ def test_dgl_is_the_owned_schedule_and_the_global_one_is_named_apart():
     assert method(pd.Series({"base_system": "default"})) == "DGL"
     assert method(pd.Series({"base_system": "default", "option_schedule": "global"})) == \
         "DGL (global schedule)"
+
+
+def test_fig2_ranks_windows_on_the_seeds_they_share(tmp_path):
+    """W = 16 ran seeds 0-2 (61, 78, 72: mean 70.3), W = 64 seed 0 only (64.6): on seed 0,
+    the one both ran, W = 16 is cheaper, though its three-seed mean is not."""
+    clean = [_runs_row("greendygnn", s, e, "static", True, 16, network="clean")
+             for s, e in ((0, 61.0), (1, 78.0), (2, 72.0))]
+    clean.append(_runs_row("greendygnn-w64", 0, 64.6, "static", True, 64, network="clean"))
+    cong = [_runs_row("greendygnn", 0, 500.0, "static", True, 16),
+            _runs_row("greendygnn-w4", 1, 400.0, "static", True, 4)]  # no seed shared
+    runs = tmp_path / "runs.csv"
+    rows = [r | {"energy_target_per_epoch_j": r["energy_target_j"]} for r in [*clean, *cong]]
+    pd.DataFrame(rows).to_csv(runs, index=False)
+    data = greendygnn_fig2.make([runs], tmp_path / "fig2.png").set_index(["network", "window"])
+    assert data.loc[("clean", 16.0), "mean"] == pytest.approx(70.333333)
+    assert data.loc[("clean", 16.0), "optimal"] and data.loc[("clean", 16.0), "optimum_seeds"] == 1
+    assert not data.loc[("clean", 64.0), "optimal"]
+    assert data.loc[("cong", 4.0), "optimal"] and data.loc[("cong", 4.0), "optimum_seeds"] == 0

@@ -124,6 +124,19 @@ def seed_spread(frame: pd.DataFrame, keys: list[str], column: str) -> pd.DataFra
         mean=(column, "mean"), std=(column, "std"), seeds=("seed", "nunique")).reset_index()
 
 
+def seed_matched_best(runs: pd.DataFrame, column: str, by: str = "window"
+                      ) -> tuple[float, int]:
+    """The ``by`` value (e.g. the window) with the lowest mean ``column`` over the seeds that
+    every ``by`` value ran, and how many seeds that is: a mean over three seeds is not
+    ranked against one seed's value, where the host's noise between seeds would choose.
+    With no seed shared by all, the mean over every seed decides and the count is 0."""
+    per_seed = runs.pivot_table(index="seed", columns=by, values=column, aggfunc="mean")
+    shared = per_seed.dropna()
+    if shared.empty:
+        return float(per_seed.mean().idxmin()), 0
+    return float(shared.mean().idxmin()), len(shared)
+
+
 def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
     """One row per run and epoch: the summary's identity columns, ``method``,
     ``congested``, and the epoch's energies (measured and target model, cumulative)."""
