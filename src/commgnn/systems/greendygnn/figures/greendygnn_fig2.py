@@ -37,8 +37,11 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         if curve.empty:  # e.g. runs recorded before the energy model
             continue
         runs_of_curve = static.merge(curve[keys].drop_duplicates(), on=keys)
-        window, seeds = seed_matched_best(runs_of_curve.dropna(subset=[ENERGY]), ENERGY)
-        best = curve.index[curve["window"] == window][0]
+        runs_of_curve = runs_of_curve.dropna(subset=[ENERGY, "window"])
+        window, seeds = (seed_matched_best(runs_of_curve, ENERGY) if not runs_of_curve.empty
+                         else (float("nan"), 0))
+        match = curve.index[curve["window"] == window]
+        best = match[0] if len(match) else curve["mean"].idxmin()  # no window recorded
         data.loc[best, ["optimal", "optimum_seeds"]] = [True, seeds]
         label = f"{key[0]} b{key[4]} {key[-1]}"
         line = ax.errorbar(curve["window"], curve["mean"], yerr=curve["std"].fillna(0),
