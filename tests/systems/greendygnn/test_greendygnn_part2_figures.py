@@ -250,3 +250,24 @@ def test_fig2_ranks_windows_on_the_seeds_they_share(tmp_path):
     assert data.loc[("clean", 16.0), "optimal"] and data.loc[("clean", 16.0), "optimum_seeds"] == 1
     assert not data.loc[("clean", 64.0), "optimal"]
     assert data.loc[("cong", 4.0), "optimal"] and data.loc[("cong", 4.0), "optimum_seeds"] == 0
+
+
+def test_table2_best_static_is_ranked_on_the_seeds_every_window_ran(tmp_path):
+    """W = 16 ran seeds 0-2 (1000, 800, 800: mean 867), W = 8 seed 0 only (950): on seed 0,
+    the one both ran, W = 8 is cheaper, though W = 16's three-seed mean is lower."""
+    rows = [_runs_row("greendygnn", s, e, "static", True, 16)
+            for s, e in ((0, 1000.0), (1, 800.0), (2, 800.0))]
+    rows += [_runs_row("greendygnn-w8", 0, 950.0, "static", True, 8),
+             _runs_row("greendygnn", 0, 700.0, "static", True, 16, network="clean"),
+             _runs_row("greendygnn-w4", 1, 600.0, "static", True, 4, network="clean")]
+    runs = tmp_path / "runs.csv"
+    pd.DataFrame(rows).to_csv(runs, index=False)
+    data = greendygnn_table2.make([runs], tmp_path / "table2.png")
+    best = data[data["variant"].str.startswith("best static")].set_index("network")
+    assert best.loc["cong", "variant"] == "best static (W=8)"
+    assert best.loc["cong", "system"] == "greendygnn-w8"
+    assert best.loc["cong", "best_on_seeds"] == 1
+    # no seed shared: the all-seed means decide, and the count says so
+    assert best.loc["clean", "variant"] == "best static (W=4)"
+    assert best.loc["clean", "best_on_seeds"] == 0
+    assert data.loc[~data["variant"].str.startswith("best static"), "best_on_seeds"].isna().all()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -125,7 +126,7 @@ def seed_spread(frame: pd.DataFrame, keys: list[str], column: str) -> pd.DataFra
 
 
 def seed_matched_best(runs: pd.DataFrame, column: str, by: str = "window"
-                      ) -> tuple[float, int]:
+                      ) -> tuple[Any, int]:
     """The ``by`` value (e.g. the window) with the lowest mean ``column`` over the seeds that
     every ``by`` value ran, and how many seeds that is: a mean over three seeds is not
     ranked against one seed's value, where the host's noise between seeds would choose.
@@ -133,8 +134,8 @@ def seed_matched_best(runs: pd.DataFrame, column: str, by: str = "window"
     per_seed = runs.pivot_table(index="seed", columns=by, values=column, aggfunc="mean")
     shared = per_seed.dropna()
     if shared.empty:
-        return float(per_seed.mean().idxmin()), 0
-    return float(shared.mean().idxmin()), len(shared)
+        return per_seed.mean().idxmin(), 0
+    return shared.mean().idxmin(), len(shared)
 
 
 def epoch_rows(run_dirs: list[Path]) -> pd.DataFrame:
