@@ -36,10 +36,8 @@ def make(inputs: list[Path], out_png: Path) -> pd.DataFrame:
         curve = curve.dropna(subset=["mean"]).sort_values("window")
         if curve.empty:  # e.g. runs recorded before the energy model
             continue
-        runs_of_curve = static.merge(curve[keys].drop_duplicates(), on=keys)
-        runs_of_curve = runs_of_curve.dropna(subset=[ENERGY, "window"])
-        window, seeds = (seed_matched_best(runs_of_curve, ENERGY) if not runs_of_curve.empty
-                         else (float("nan"), 0))
+        window, seeds = seed_matched_best(
+            static.merge(curve[keys].drop_duplicates(), on=keys), ENERGY)
         match = curve.index[curve["window"] == window]
         best = match[0] if len(match) else curve["mean"].idxmin()  # no window recorded
         data.loc[best, ["optimal", "optimum_seeds"]] = [True, seeds]

@@ -130,7 +130,11 @@ def seed_matched_best(runs: pd.DataFrame, column: str, by: str = "window"
     """The ``by`` value (e.g. the window) with the lowest mean ``column`` over the seeds that
     every ``by`` value ran, and how many seeds that is: a mean over three seeds is not
     ranked against one seed's value, where the host's noise between seeds would choose.
-    With no seed shared by all, the mean over every seed decides and the count is 0."""
+    With no seed shared by all, the mean over every seed decides and the count is 0; with
+    no measured run, the value is None."""
+    runs = runs.dropna(subset=[column, by])
+    if runs.empty:
+        return None, 0
     per_seed = runs.pivot_table(index="seed", columns=by, values=column, aggfunc="mean")
     shared = per_seed.dropna()
     if shared.empty:

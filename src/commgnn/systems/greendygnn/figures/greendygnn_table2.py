@@ -104,11 +104,11 @@ def _best_static(runs: pd.DataFrame, static: pd.DataFrame) -> pd.DataFrame:
     the seeds all of them ran (``runs``: the cell's runs; ``static``: its aggregated static
     rows), with ``best_on_seeds`` the number of those seeds (0: none shared, all-seed means
     ranked)."""
-    measured = runs[(runs["option_controller"] == "static")
-                    & runs["system"].isin(static["system"])].dropna(subset=["energy_target_j"])
-    if measured.empty:  # e.g. runs recorded before the energy model
+    system, seeds = seed_matched_best(
+        runs[(runs["option_controller"] == "static") & runs["system"].isin(static["system"])],
+        "energy_target_j", by="system")
+    if system is None:  # e.g. runs recorded before the energy model
         return static.iloc[:0]
-    system, seeds = seed_matched_best(measured, "energy_target_j", by="system")
     best = static[static["system"] == system].copy()
     w = best["window"].iloc[0]
     best["variant"] = f"best static (W={'?' if pd.isna(w) else int(w)})"
