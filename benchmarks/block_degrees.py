@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from commgnn.data.store import load_dataset
+from commgnn.partition.io import load_partition
 from commgnn.sampling.neighbor import NeighborSampler
 
 FANOUTS = [10, 10, 10]
@@ -41,12 +42,13 @@ def block_stats(sampler: NeighborSampler, batches: list[np.ndarray]) -> dict[str
 
 def main(dataset_dir: str, partition_dir: str, out: str | None = None) -> str:
     ds = load_dataset(dataset_dir)
-    owner = np.load(Path(partition_dir) / "book.npz")["owner"]
+    book = load_partition(partition_dir, dataset=ds).book
+    owner = np.asarray(book.owner)
     sampler = NeighborSampler(ds.indptr, ds.indices, FANOUTS)
     train = np.asarray(ds.train_idx)
     rng = np.random.default_rng(0)
     global_batches = [rng.choice(train, BATCH, replace=False) for _ in range(BATCHES)]
-    parts = int(owner.max()) + 1
+    parts = book.num_parts
     owned_batches = [rng.choice(train[owner[train] == i % parts], BATCH, replace=False)
                      for i in range(BATCHES)]
     lines = [f"# In-block source out-degree ({Path(dataset_dir).name}, fan-outs {FANOUTS}, "
