@@ -1,10 +1,12 @@
-"""Deep sampling on arxiv-like: block sizes, bytes, sample time and peak RSS at 3, 7, 10 layers.
+"""Deep sampling: block sizes, bytes, sample time and peak RSS at 3, 7, 10 layers.
 
 Fan-out 10 for 7–10 layers saturates to most of the graph (HopGNN's DeeperGCN has 7
 layers, GNN-FiLM 10). This measures what the sampler, the presampled blocks and the
 feature rows cost then, on the synthetic ``arxiv-like`` preset (169,343 nodes, average
 degree 13.7, 128 features), METIS into 4 parts, batch 1024, the schedule's batches of
-worker 0 in epoch 0 (base seed 0):
+worker 0 in epoch 0 (base seed 0) — or on a dataset and 4-part partition the pipeline
+wrote (``--dataset DIR --partition DIR``, e.g. the uk-like stand-in of
+``hopgnn_eval_uk.yaml``, where item 3's deep models run):
 
 * ``sample``: one fresh process per depth samples ``--batches`` batches with
   :class:`~commgnn.sampling.neighbor.NeighborSampler` (``fanouts = [10] * L``), writes each
@@ -28,6 +30,7 @@ Writes ``benchmarks/results/deep_sampling.json`` and ``.md`` (the table)::
 
     nice -n 10 .venv/bin/python benchmarks/deep_sampling.py [--layers 3,7,10] [--batches 3]
         [--no-presample] [--model deepgcn --hidden 16 --model-args '{}'] [--threads 1]
+        [--dataset DIR --partition DIR] [--results PATH.json]
 """
 
 from __future__ import annotations
@@ -190,6 +193,26 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _inputs(args: argparse.Namespace, root: Path) -> tuple[Path, Path]:
+    """The dataset and partition directories: the given ones (checked: 4 parts), or
+    arxiv-like generated and METIS-partitioned into ``root``."""
+    from commgnn.data.store import load_dataset, write_dataset
+    from commgnn.data.synthetic import generate_synthetic
+    from commgnn.partition import load_partition, partition_graph, write_partition
+
+    if args.dataset is not None:
+        ds_dir, part_dir = Path(args.dataset), Path(args.partition)
+        parts = load_partition(part_dir, dataset=load_dataset(ds_dir)).book.num_parts
+        if parts != PARTS:
+            raise SystemExit(f"{part_dir}: {parts} parts, the benchmark takes {PARTS}")
+        return ds_dir, part_dir
+    ds = generate_synthetic({"preset": "arxiv-like", "seed": 0}, name="arxiv-like")
+    write_dataset(ds, root / "ds")
+    part = partition_graph(ds, {"method": "metis", "parts": PARTS, "seed": 0})
+    write_partition(part, root / "part")
+    return root / "ds", root / "part"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", default="3,7,10")
@@ -200,17 +223,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-args", default="{}")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--results", default=str(RESULTS / "deep_sampling.json"))
+    parser.add_argument("--dataset", default=None,
+                        help="a dataset directory the pipeline wrote (default: generate "
+                             "arxiv-like)")
+    parser.add_argument("--partition", default=None,
+                        help="its partition directory (4 parts; with --dataset)")
     args = parser.parse_args(argv)
+    if (args.dataset is None) != (args.partition is None):
+        parser.error("--dataset and --partition go together")
     layers = [int(x) for x in args.layers.split(",")]
 
-    from commgnn.data.store import load_dataset, write_dataset
-    from commgnn.data.synthetic import generate_synthetic
-    from commgnn.partition import partition_graph, write_partition
+    from commgnn.data.store import load_dataset
 
     out = Path(args.results)
     result: dict = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "setup": {"dataset": "synthetic arxiv-like, seed 0", "partitioning": f"metis {PARTS}",
+        "setup": {"dataset": args.dataset or "synthetic arxiv-like, seed 0",
+                  "partitioning": args.partition or f"metis {PARTS}",
                   "fanout": FANOUT, "batch_size": BATCH, "worker": 0, "epoch": 0,
                   "base_seed": SEED, "batches_sampled": args.batches,
                   "threads": args.threads},
@@ -221,12 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
-        ds = generate_synthetic({"preset": "arxiv-like", "seed": 0}, name="arxiv-like")
-        write_dataset(ds, root / "ds")
-        part = partition_graph(ds, {"method": "metis", "parts": PARTS, "seed": 0})
-        write_partition(part, root / "part")
-        del ds, part
-        ds = load_dataset(root / "ds")
+        ds_dir, part_dir = _inputs(args, root)
+        ds = load_dataset(ds_dir)
         result["graph"] = {"nodes": ds.num_nodes, "csr_entries": ds.num_edges,
                            "feature_dim": ds.feature_dim,
                            "csr_bytes": int(ds.indptr.nbytes + ds.indices.nbytes),
@@ -235,11 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         del ds
         for depth in layers:
             row: dict = {"layers": depth}
-            row["sample"] = _child(SAMPLE_CHILD, root / "ds", root / "part", depth,
+            row["sample"] = _child(SAMPLE_CHILD, ds_dir, part_dir, depth,
                                    args.batches, args.threads, args.model or "-",
                                    args.hidden, root, args.model_args)
             if not args.no_presample:
-                row["presample"] = _child(PRESAMPLE_CHILD, root / "ds", root / "part",
+                row["presample"] = _child(PRESAMPLE_CHILD, ds_dir, part_dir,
                                           root / f"pre{depth}", depth)
                 subprocess.run(["rm", "-rf", str(root / f"pre{depth}")], check=False)
             result["depths"].append(row)
@@ -248,15 +273,16 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row)[:400], flush=True)
     text = table(result)
     out.with_suffix(".md").write_text(
-        "# Deep sampling on arxiv-like (fan-out 10)\n\n"
+        f"# Deep sampling on {result['setup']['dataset']} (fan-out 10)\n\n"
         f"`{result['command']}` ({result['date']}, {os.cpu_count()} CPUs). Graph: "
         f"{result['graph']['nodes']:,} nodes, {result['graph']['csr_entries']:,} CSR "
         f"entries, {result['graph']['feature_dim']} features "
-        f"({_mb(result['graph']['feature_bytes'])} MB), METIS {PARTS} parts, batch {BATCH}, "
+        f"({_mb(result['graph']['feature_bytes'])} MB), partition "
+        f"{result['setup']['partitioning']}, batch {BATCH}, "
         "worker 0, epoch 0. Per-layer sizes and bytes are the epoch's first batch; sample "
         f"time the mean over {args.batches} batches; peak RSS of a fresh process "
         "(sampling + writing + reading + gathering the batches; presample: one whole "
-        "epoch of worker 0). Full results: `deep_sampling.json`.\n\n" + text + "\n")
+        f"epoch of worker 0). Full results: `{out.name}`.\n\n" + text + "\n")
     print(text)
     return 0
 
