@@ -82,7 +82,7 @@ def measure(args: argparse.Namespace) -> None:
     from commgnn.data.synthetic import generate_synthetic
     from commgnn.models.gnn import build_model
     from commgnn.sampling.neighbor import NeighborSampler
-    from commgnn.train.references import layer_dims, mean_layer_rows, step_flops
+    from commgnn.train.references import layer_dims, layer_rows, mean_layer_rows, step_flops
     from commgnn.train.workload import StepWorkload
 
     started = time.perf_counter()
@@ -136,7 +136,7 @@ def measure(args: argparse.Namespace) -> None:
                 torch.cuda.empty_cache()
                 continue
             times.sort()
-            rows = mean_layer_rows(batches)
+            rows = mean_layer_rows(layer_rows(b) for b in batches)
             row = {
                 "workload": work.as_dict(), "key": work.key, "describe": work.describe(),
                 "device": str(device), "device_name": name, "torch": torch.__version__,

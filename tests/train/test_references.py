@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -85,3 +86,59 @@ def test_the_table_is_well_formed_and_measures_every_default_workload():
             work = step_workload(spec, dataset_shape(config["datasets"][spec.dataset]))
             ref = reference_for(work, None)
             assert ref is not None and ref.source == "measured", (name, work.describe())
+
+
+def test_layer_rows_and_their_mean_by_hand(tiny_inputs):
+    from commgnn.data.store import load_dataset
+    from commgnn.sampling.neighbor import NeighborSampler
+    from commgnn.train.references import layer_rows, mean_layer_rows
+
+    ds = load_dataset(tiny_inputs[0])
+    batch = NeighborSampler(ds.indptr, ds.indices, [5, 5]).sample(
+        np.asarray(ds.train_idx[:16]), 3)
+    assert layer_rows(batch) == [[b.num_src, b.num_dst, b.num_edges] for b in batch.blocks]
+    # two batches of two layers: the mean per layer and per column
+    assert mean_layer_rows([[[4, 2, 6], [2, 1, 2]], [[6, 2, 8], [2, 1, 4]]]) == [
+        [5.0, 2.0, 7.0], [2.0, 1.0, 3.0]]
+    assert mean_layer_rows([]) == []
+
+
+def test_the_compute_probe_holds_no_earlier_batch(tiny_inputs):
+    """A probe keeps each batch's layer sizes, not the batch: with 7–10 layers of fan-out 10
+    a batch's blocks are the whole graph's edges, and holding the probe's 30 of them killed
+    four uk-like workers for memory (benchmarks/README.md, the deep models on uk-like)."""
+    import weakref
+    from types import SimpleNamespace
+
+    import torch
+
+    from commgnn.data.store import load_dataset
+    from commgnn.models import build_model
+    from commgnn.sampling.neighbor import NeighborSampler
+    from commgnn.train.dilation import PROBE_STEPS, PROBE_WARMUP, compute_step_s
+    from commgnn.train.references import layer_rows, mean_layer_rows
+
+    ds = load_dataset(tiny_inputs[0])
+    real = NeighborSampler(ds.indptr, ds.indices, [5, 5])
+    seen, held = [], []
+
+    class Watching:
+        def sample(self, seeds, seed):
+            held.append(sum(ref() is not None for ref in seen))
+            batch = real.sample(seeds, seed)
+            seen.append(weakref.ref(batch))
+            shapes.append(layer_rows(batch))
+            return batch
+
+    shapes: list = []
+    labels = torch.as_tensor(np.asarray(ds.labels), dtype=torch.int64)
+    train = np.asarray(ds.train_idx)
+    ctx = SimpleNamespace(
+        epoch_seeds=lambda epoch: [train[i:i + 32] for i in range(0, 128, 32)],
+        sampler=Watching(), dataset=ds, spec=SimpleNamespace(seed=7, batch_size=32), rank=0,
+        device=torch.device("cpu"), labels_of=lambda nodes: labels[nodes])
+    model = build_model("sage", ds.feature_dim, 8, ds.num_classes, 2, 0.0)
+    median, rows = compute_step_s(ctx, model)
+    assert len(held) == PROBE_WARMUP + PROBE_STEPS and median > 0
+    assert max(held) == 0, held  # every earlier batch was freed before the next was sampled
+    assert rows == mean_layer_rows(shapes)

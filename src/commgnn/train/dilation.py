@@ -44,6 +44,7 @@ from commgnn.sampling.seeds import derive_seed
 from commgnn.train.references import (
     Reference,
     layer_dims,
+    layer_rows,
     mean_layer_rows,
     reference_for,
     step_flops,
@@ -80,11 +81,11 @@ def compute_step_s(ctx, model: torch.nn.Module, steps: int = PROBE_STEPS,
     probe = copy.deepcopy(model).train()
     optimizer = torch.optim.Adam(probe.parameters(), lr=1e-3)
     seeds = ctx.epoch_seeds(0) or [np.asarray(ctx.dataset.train_idx[:ctx.spec.batch_size])]
-    times, batches = [], []
+    times, shapes = [], []
     for i in range(warmup + steps):
         batch = ctx.sampler.sample(seeds[i % len(seeds)],
                                    derive_seed(ctx.spec.seed, "dilation-probe", ctx.rank, i))
-        batches.append(batch)
+        shapes.append(layer_rows(batch))
         features = torch.from_numpy(
             np.asarray(ctx.dataset.features[batch.input_nodes.numpy()])).to(ctx.device)
         batch = batch.to(ctx.device)
@@ -92,7 +93,7 @@ def compute_step_s(ctx, model: torch.nn.Module, steps: int = PROBE_STEPS,
                          ctx.device)
         if i >= warmup:
             times.append(took)
-    return statistics.median(times), mean_layer_rows(batches)
+    return statistics.median(times), mean_layer_rows(shapes)
 
 
 def _slowest(value: float) -> float:
@@ -199,12 +200,12 @@ def _probe_worker(env, spec_json: str, dataset_dir: str, out: str, steps: int) -
     sampler = NeighborSampler(dataset.indptr, dataset.indices, list(spec.get("fanouts")))
     rng = np.random.default_rng(derive_seed(spec.seed, "workload-probe", env.rank))
     train = np.asarray(dataset.train_idx)
-    times, batches = [], []
+    times, shapes = [], []
     for i in range(PROBE_WARMUP + 1 + steps):
         seeds = np.sort(rng.choice(train, size=min(spec.batch_size, train.shape[0]),
                                    replace=False))
         batch = sampler.sample(seeds, derive_seed(spec.seed, "workload-probe", env.rank, i))
-        batches.append(batch)
+        shapes.append(layer_rows(batch))
         features = torch.from_numpy(
             np.asarray(dataset.features[batch.input_nodes.numpy()])).to(device)
         on_device = batch.to(device)
@@ -215,7 +216,7 @@ def _probe_worker(env, spec_json: str, dataset_dir: str, out: str, steps: int) -
             times.append(took)
     medians = [None] * env.world_size
     dist.all_gather_object(medians, statistics.median(times))
-    rows = _mean_over_workers(mean_layer_rows(batches))
+    rows = _mean_over_workers(mean_layer_rows(shapes))
     if env.rank == 0:
         work = step_workload(spec, dataset_shape_of(dataset_dir))
         flops = step_flops(rows, layer_dims(work, dataset.feature_dim, dataset.num_classes))

@@ -53,12 +53,18 @@ def layer_dims(workload: StepWorkload, feature_dim: int, classes: int) -> list[i
     return [int(feature_dim)] + [inner] * (workload.layers - 1) + [int(classes)]
 
 
-def mean_layer_rows(batches: Iterable) -> list[list[float]]:
-    """Mean ``(src, dst, edges)`` of each layer over mini-batches (input layer first)."""
+def layer_rows(batch) -> list[list[float]]:
+    """``(src, dst, edges)`` of each layer of one mini-batch (input layer first): what a
+    probe keeps of a batch (a deep model's blocks are too large to hold a probe's worth)."""
+    return [[float(b.num_src), float(b.num_dst), float(b.num_edges)] for b in batch.blocks]
+
+
+def mean_layer_rows(per_batch: Iterable[Sequence[Sequence[float]]]) -> list[list[float]]:
+    """Mean ``(src, dst, edges)`` of each layer over mini-batches, given each batch's
+    :func:`layer_rows`."""
     sums: list[list[float]] = []
     count = 0
-    for batch in batches:
-        rows = [[b.num_src, b.num_dst, b.num_edges] for b in batch.blocks]
+    for rows in per_batch:
         if not sums:
             sums = [[0.0, 0.0, 0.0] for _ in rows]
         for acc, row in zip(sums, rows, strict=True):
