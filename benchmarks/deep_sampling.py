@@ -194,18 +194,14 @@ def table(result: dict) -> str:
 
 
 def _inputs(args: argparse.Namespace, root: Path) -> tuple[Path, Path]:
-    """The dataset and partition directories: the given ones (checked: 4 parts), or
-    arxiv-like generated and METIS-partitioned into ``root``."""
-    from commgnn.data.store import load_dataset, write_dataset
+    """The dataset and partition directories: the given ones, or arxiv-like generated
+    and METIS-partitioned into ``root``."""
+    from commgnn.data.store import write_dataset
     from commgnn.data.synthetic import generate_synthetic
-    from commgnn.partition import load_partition, partition_graph, write_partition
+    from commgnn.partition import partition_graph, write_partition
 
     if args.dataset is not None:
-        ds_dir, part_dir = Path(args.dataset), Path(args.partition)
-        parts = load_partition(part_dir, dataset=load_dataset(ds_dir)).book.num_parts
-        if parts != PARTS:
-            raise SystemExit(f"{part_dir}: {parts} parts, the benchmark takes {PARTS}")
-        return ds_dir, part_dir
+        return Path(args.dataset), Path(args.partition)
     ds = generate_synthetic({"preset": "arxiv-like", "seed": 0}, name="arxiv-like")
     write_dataset(ds, root / "ds")
     part = partition_graph(ds, {"method": "metis", "parts": PARTS, "seed": 0})
@@ -234,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     layers = [int(x) for x in args.layers.split(",")]
 
     from commgnn.data.store import load_dataset
+    from commgnn.partition import load_partition
 
     out = Path(args.results)
     result: dict = {
@@ -252,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         ds_dir, part_dir = _inputs(args, root)
         ds = load_dataset(ds_dir)
+        parts = load_partition(part_dir, dataset=ds).book.num_parts  # checked against ds
+        if parts != PARTS:
+            raise SystemExit(f"{part_dir}: {parts} parts, the benchmark takes {PARTS}")
         result["graph"] = {"nodes": ds.num_nodes, "csr_entries": ds.num_edges,
                            "feature_dim": ds.feature_dim,
                            "csr_bytes": int(ds.indptr.nbytes + ds.indices.nbytes),
