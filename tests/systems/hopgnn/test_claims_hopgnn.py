@@ -275,3 +275,15 @@ def test_accuracy_parity_with_one_seed():
     assert (row["verdict"], row["our_value"]) == ("reproduced", pytest.approx(0.0009))
     assert (row["band_low"], row["band_high"]) == pytest.approx((-0.001, 0.001))
     assert row["reason"].endswith("fewer than 2 seeds")
+
+
+def test_accuracy_parity_compares_runs_of_as_many_epochs():
+    # a three-epoch HopGNN (the merging search's) against a one-epoch DGL is no parity cell
+    table = _table3((-0.09, 0.0), (0.001, 0.001))
+    table["epochs"] = [1, 3, 1] * 2
+    row = _judge("hopgnn-accuracy-parity", table)
+    assert row["verdict"] == "not measured"
+    assert "trained as many epochs" in row["reason"]
+    table.loc[table["model"] == "gat", "epochs"] = 3
+    row = _judge("hopgnn-accuracy-parity", table)
+    assert (row["verdict"], row["n"], row["our_value"]) == ("reproduced", 1, 0.0)
