@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from commgnn.report.claims import judge
-from commgnn.systems.hopgnn.claims import CLAIMS, HOP_CELL
-from commgnn.systems.hopgnn.figures import hopgnn_runs
+from commgnn.systems.hopgnn.claims import ACC_CELL, CLAIMS, HOP_CELL
+from commgnn.systems.hopgnn.figures import hopgnn_runs, hopgnn_table3
 
 CLAIM = {c.id: c for c in CLAIMS}
 RUNS = pd.DataFrame({"base_system": ["hopgnn", "default", "p3"], "time_dilation": [60.0] * 3})
@@ -36,6 +36,7 @@ def test_the_claims_and_the_cell_they_share_with_the_figures():
         "hopgnn-miss-rate", "hopgnn-pregather-requests", "hopgnn-pregather-rows",
         "hopgnn-accuracy-parity"]
     assert HOP_CELL == hopgnn_runs.HOP_CELL
+    assert ACC_CELL == hopgnn_table3.ACC_CELL
     assert {c.id for c in CLAIMS if c.dilated} == {
         "hopgnn-speedup-vs-p3", "hopgnn-speedup-vs-dgl", "hopgnn-ablation-ladder"}
     assert all("ambiguous" in c.notes[0] for c in CLAIMS if "pregather" in c.id)

@@ -42,6 +42,8 @@ PAPER = "HopGNN"
 #: not import the plotting stack).
 CELL = ["dataset", "model", "layers", "workers", "batch_size", "network"]
 HOP_CELL = [*CELL, "partitioning"]
+#: Accuracy compares runs of one cell trained for as many epochs (``hopgnn_table3.ACC_CELL``).
+ACC_CELL = [*HOP_CELL, "epochs"]
 #: Our dataset names (less ``synth-`` and ``-like``) → the paper's.
 DATASETS = {f"{prefix}{stem}{suffix}": paper
             for stem, paper in {"arxiv": "Arxiv", "products": "Products", "uk": "UK",
@@ -218,7 +220,7 @@ def _parity(table: pd.DataFrame) -> Measured:
     trained as many epochs (the table's drop is empty elsewhere)."""
     hop = select(table, "HopGNN", variant="All").dropna(subset=["drop_vs_dgl"])
     dgl = select(table, "DGL", variant="DGL")
-    keys = _keys(table, [*HOP_CELL, "epochs"])
+    keys = _keys(table, ACC_CELL)
     cells = hop.merge(dgl[[*keys, "test_acc_std"]], on=keys, suffixes=("", "_dgl"))
     if cells.empty:
         raise NotMeasured("no HopGNN rows with a DGL row beside them trained as many epochs")
