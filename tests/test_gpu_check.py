@@ -103,3 +103,53 @@ def test_stages_share_the_budget_and_record_timeouts(gpu_check, tmp_path, monkey
     assert not spent.run("tests", ["true"])  # too little left: not started
     assert spent.results["tests"] == {"status": "skipped", "seconds": 0.0,
                                       "why": "no time left in the budget", "log": "tests.log"}
+
+
+def test_the_default_budget_fits_each_stage_as_measured_on_an_h200(gpu_check, tmp_path,
+                                                                   monkeypatch):
+    """The stages' times on one H200 (2026-11-30): with the default budget of 480 s each
+    stage's allowance, what the stages before it left over included, holds it."""
+    measured = {"install": 9.4, "tests": 112.4, "comm": 10.7, "pipeline": 254.0,
+                "products": 54.5}
+    clock = [0.0]
+    monkeypatch.setattr(gpu_check.time, "monotonic", lambda: clock[0])
+    stages = gpu_check.Stages(480.0, tmp_path)
+    for name, seconds in measured.items():
+        assert stages.allowance(name) > seconds, name
+        clock[0] += seconds
+        stages.results[name] = {"status": "passed"}
+    assert stages.left() > 30.0  # the slack over the measured total (441 s)
+
+
+def test_prepare_leaves_out_what_a_wheel_holds_for_other_platforms(gpu_check, tmp_path):
+    """pulp's wheel keeps only x86-64 Linux's solver, its RECORD says so, and pip installs it."""
+    import subprocess
+    import sys
+    import zipfile
+
+    wheel = tmp_path / "pulp-3.3.2-py3-none-any.whl"
+    files = {"pulp/__init__.py": "VERSION = '3.3.2'\n",
+             "pulp/solverdir/cbc/linux/i64/cbc": "x86-64",
+             "pulp/solverdir/cbc/linux/arm64/cbc": "arm",
+             "pulp/solverdir/cbc/osx/i64/cbc": "osx", "pulp/solverdir/cbc/win/i64/cbc.exe": "win",
+             "pulp-3.3.2.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true"
+                                            "\nTag: py3-none-any\n",
+             "pulp-3.3.2.dist-info/METADATA": "Metadata-Version: 2.1\nName: pulp\nVersion: 3.3.2\n"}
+    record = "".join(f"{name},,\n" for name in files) + "pulp-3.3.2.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr("pulp-3.3.2.dist-info/RECORD", record)
+    other = tmp_path / "six-1.0-py3-none-any.whl"
+    other.write_bytes(b"untouched")
+    assert gpu_check.strip_foreign(wheel) == 3
+    assert gpu_check.strip_foreign(other) == 0 and other.read_bytes() == b"untouched"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        kept_record = archive.read("pulp-3.3.2.dist-info/RECORD").decode()
+    assert {n for n in names if "solverdir" in n} == {"pulp/solverdir/cbc/linux/i64/cbc"}
+    assert "arm64" not in kept_record and "linux/i64/cbc,," in kept_record
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                    "--target", str(tmp_path / "site"), str(wheel)], check=True)
+    assert (tmp_path / "site/pulp/solverdir/cbc/linux/i64/cbc").read_text() == "x86-64"
+    assert not (tmp_path / "site/pulp/solverdir/cbc/osx").exists()
