@@ -2,7 +2,7 @@
 # HopGNN against DGL on a GPU machine (benchmarks/configs/hopgnn_eval_products_gpu.yaml):
 # the dataset and partition, then each run alone, the runs table refreshed after each so that
 # a run cut short by the machine's time still leaves the ones before it. Usage (repository
-# root, the project installed): benchmarks/gpu_hopgnn.sh OUT [--cores N]
+# root, the project installed): benchmarks/gpu_hopgnn.sh OUT [CORES]  (CORES: default all)
 set -u
 out=${1:?usage: gpu_hopgnn.sh OUT}
 cores=${2:-$(nproc)}
