@@ -12,6 +12,18 @@ a fresh session regenerates, so Snakemake (``--rerun-triggers mtime``) keeps the
     python benchmarks/run_archive.py save results/bench-x results/bench-x/runs/dgl/...
     python benchmarks/run_archive.py restore benchmarks/runs/bench-x results/bench-x
 
+The campaign's clock goes with its runs: ``save`` also archives every workload probe
+(``dilation/<dataset>/<workload>.json``, the time dilation every run of that workload divides
+by) and ``restore`` puts it back over the one a fresh machine's setup measured, so the
+campaign keeps one clock per workload across machines (a fresh probe of one workload moved
+f from 79.2 to 115.6 while the runs' own probes stayed in the campaign's range). ``save``
+refuses a probe other than the archived one, naming it: runs on two clocks would mix.
+For a campaign archived before its probe was, ``clock`` rebuilds it: the probe this machine
+measured, with ``probe_s`` set to the one every archived run of that workload divided by
+(their ``compute_step_probe_s``; refused when they disagree), saved into the archive:
+
+    python benchmarks/run_archive.py clock benchmarks/runs/bench-x results/bench-x
+
 A run without ``summary.json`` (unfinished) is refused, naming it; nothing is half-written.
 """
 
@@ -19,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import shutil
 import sys
@@ -39,9 +52,36 @@ def _members(directory: Path) -> list[Path]:
                      "directory (calibration, validation, policy)")
 
 
+def _probes(results: Path) -> list[Path]:
+    """The workload probes (the clock) under ``results``, relative to it."""
+    return sorted(p.relative_to(results) for p in (results / "dilation").glob("*/*.json"))
+
+
+def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
+    """The probes of ``results`` to archive under ``stored``; SystemExit naming the first
+    that differs from the archived one (its runs would be on another clock)."""
+    plan = []
+    for relative in _probes(results):
+        source, target = results / relative, stored / relative
+        if target.is_file():
+            if target.read_bytes() != source.read_bytes():
+                raise SystemExit(
+                    f"{source}: probe_s {_probe_s(source)!r}, the archive's clock "
+                    f"{target} has {_probe_s(target)!r}; restore the archive before running "
+                    "(runs on two clocks would mix)")
+            continue
+        plan.append((source, target))
+    return plan
+
+
+def _probe_s(path: Path):
+    return json.loads(path.read_text()).get("probe_s")
+
+
 def save(results: Path, directories: list[Path], archive_root: Path = ARCHIVE_ROOT) -> list[Path]:
-    """Archive ``directories`` (each under ``results``); returns the files written."""
-    plan: list[tuple[Path, Path]] = []
+    """Archive ``directories`` (each under ``results``) and the workload probes not yet
+    archived; returns the files written."""
+    plan: list[tuple[Path, Path]] = _clock_plan(results, archive_root / results.name)
     for directory in directories:
         try:
             relative = directory.resolve().relative_to(results.resolve())
@@ -76,12 +116,47 @@ def restore(archive: Path, results: Path) -> list[Path]:
     if not archive.is_dir():
         raise SystemExit(f"{archive}: no archive directory")
     written = []
-    for packed in sorted(p for p in archive.rglob("*") if p.is_file()):
+    # the clock first: every run and control file is then newer than the probe it used
+    for packed in sorted((p for p in archive.rglob("*") if p.is_file()),
+                         key=lambda p: (p.relative_to(archive).parts[0] != "dilation", p)):
         target = results / packed.relative_to(archive)
         zipped = packed.suffix == ".gz"
         target = target.with_suffix("") if zipped else target
         _copy(packed, target, unpack=zipped)
         written.append(target)
+    return written
+
+
+def clock(archive: Path, results: Path) -> list[Path]:
+    """Rebuild and archive the clock of a campaign archived without it: each workload probe
+    under ``results`` (measured on this machine) with ``probe_s`` set to the
+    ``compute_step_probe_s`` that every archived run of its workload divided by, the
+    measurement here kept as ``probe_s_measured_here``; written back under ``results`` and
+    into ``archive``. A probe the archive has already is left as it is; SystemExit when the
+    runs of a workload disagree, naming their values. Returns the archive files written."""
+    recorded: dict[str, set[float]] = {}
+    for summary in archive.glob("runs/**/summary.json"):
+        s = json.loads(summary.read_text())
+        if s.get("workload_key") and s.get("time_dilation_source") == "workload probe":
+            recorded.setdefault(s["workload_key"], set()).add(s["compute_step_probe_s"])
+    written = []
+    for relative in _probes(results):
+        if (archive / relative).is_file():
+            continue
+        probe = json.loads((results / relative).read_text())
+        steps = recorded.get(probe.get("workload_key"), set())
+        if len(steps) > 1:
+            raise SystemExit(f"{archive}: the runs of workload {probe.get('workload_key')} "
+                             f"divided by different probes {sorted(steps)}: no one clock")
+        if steps:
+            (step,) = steps
+            probe = {**probe, "probe_s_measured_here": probe["probe_s"], "probe_s": step,
+                     "probe_s_source": "compute_step_probe_s of the archived runs"}
+            partial = results / relative.with_name(relative.name + ".partial")
+            partial.write_text(json.dumps(probe, indent=2, sort_keys=True) + "\n")
+            os.replace(partial, results / relative)
+        _copy(results / relative, archive / relative)
+        written.append(archive / relative)
     return written
 
 
@@ -95,9 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("restore", help="write an archive back under a results directory")
     p.add_argument("archive", type=Path, help="benchmarks/runs/<results dir name>")
     p.add_argument("results", type=Path)
+    p = sub.add_parser("clock", help="rebuild and archive the workload probes of an archive "
+                                     "made without them (from its runs' records)")
+    p.add_argument("archive", type=Path, help="benchmarks/runs/<results dir name>")
+    p.add_argument("results", type=Path)
     args = parser.parse_args(argv)
     if args.command == "save":
         written = save(args.results, args.directories, args.archive_root)
+    elif args.command == "clock":
+        written = clock(args.archive, args.results)
     else:
         written = restore(args.archive, args.results)
     print(f"{len(written)} files written")

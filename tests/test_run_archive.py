@@ -81,3 +81,76 @@ def test_an_unfinished_run_is_refused_and_nothing_is_written(tmp_path):
     assert not root.exists()
     with pytest.raises(SystemExit, match="not under the results directory"):
         archive.save(results, [tmp_path], root)
+
+
+def _probe(results: Path, probe_s: float, key: str = "abc-w2") -> Path:
+    path = results / "dilation" / "toy" / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"workload_key": key, "probe_s": probe_s,
+                                "host": {"cpu": "x"}, "reference": {"step_s": 0.002}}))
+    return path
+
+
+def test_the_clock_goes_with_the_runs_and_comes_back_first(tmp_path):
+    results = tmp_path / "bench-toy"
+    run = _run_dir(results)
+    probe = _probe(results, 0.2)
+    root = tmp_path / "archive"
+    written = archive.save(results, [run], root)
+    assert root / "bench-toy" / "dilation" / "toy" / "abc-w2.json" in written
+
+    # a fresh machine measures another probe; restoring puts the campaign's back, first
+    fresh = tmp_path / "fresh" / "bench-toy"
+    _probe(fresh, 0.3)
+    restored = archive.restore(root / "bench-toy", fresh)
+    assert restored[0] == fresh / "dilation" / "toy" / "abc-w2.json"
+    assert json.loads(restored[0].read_text())["probe_s"] == 0.2
+    assert all(restored[0].stat().st_mtime_ns <= p.stat().st_mtime_ns for p in restored)
+
+    # saving runs made on another clock is refused, naming the probe, nothing written
+    probe.write_text(probe.read_text().replace("0.2", "0.3"))
+    other = results / "runs" / "dgl" / "toy" / "metis2" / "sage_b8_10gbe_s9"
+    other.mkdir()
+    (other / "summary.json").write_text("{}")
+    with pytest.raises(SystemExit, match=r"abc-w2\.json: probe_s 0\.3, the archive's clock"):
+        archive.save(results, [other], root)
+    assert not (root / "bench-toy" / other.relative_to(results)).exists()
+
+
+def _archived_run(stored: Path, name: str, key: str, probe_s: float) -> None:
+    run = stored / "runs" / "dgl" / "toy" / "metis2" / name
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({
+        "workload_key": key, "compute_step_probe_s": probe_s,
+        "time_dilation_source": "workload probe"}))
+
+
+def test_clock_rebuilds_the_probe_the_archived_runs_divided_by(tmp_path):
+    stored = tmp_path / "archive" / "bench-toy"
+    for seed in range(2):
+        _archived_run(stored, f"sage_b8_10gbe_s{seed}", "abc-w2", 0.2)
+    results = tmp_path / "bench-toy"
+    _probe(results, 0.3)                       # this machine's measurement
+    _probe(results, 0.5, key="new-w2")         # a workload no archived run used
+
+    written = archive.clock(stored, results)
+
+    assert sorted(p.name for p in written) == ["abc-w2.json", "new-w2.json"]
+    rebuilt = json.loads((results / "dilation/toy/abc-w2.json").read_text())
+    assert rebuilt["probe_s"] == 0.2 and rebuilt["probe_s_measured_here"] == 0.3
+    assert rebuilt["host"] == {"cpu": "x"}
+    assert (stored / "dilation/toy/abc-w2.json").read_bytes() == \
+        (results / "dilation/toy/abc-w2.json").read_bytes()
+    assert json.loads((stored / "dilation/toy/new-w2.json").read_text())["probe_s"] == 0.5
+    assert archive.clock(stored, results) == []   # archived already: left as it is
+
+
+def test_clock_refuses_runs_on_two_clocks(tmp_path):
+    stored = tmp_path / "archive" / "bench-toy"
+    _archived_run(stored, "sage_b8_10gbe_s0", "abc-w2", 0.2)
+    _archived_run(stored, "sage_b8_10gbe_s1", "abc-w2", 0.15)
+    results = tmp_path / "bench-toy"
+    _probe(results, 0.3)
+    with pytest.raises(SystemExit, match=r"abc-w2 divided by different probes \[0\.15, 0\.2\]"):
+        archive.clock(stored, results)
+    assert not (stored / "dilation").exists()
