@@ -17,7 +17,8 @@ The campaign's clock goes with its runs: ``save`` also archives every workload p
 by) and ``restore`` puts it back over the one a fresh machine's setup measured, so the
 campaign keeps one clock per workload across machines (a fresh probe of one workload moved
 f from 79.2 to 115.6 while the runs' own probes stayed in the campaign's range). ``save``
-refuses a probe other than the archived one, naming it: runs on two clocks would mix.
+refuses a probe other than the archived one, or than the one the archived runs of its
+workload divided by, naming it: runs on two clocks would mix.
 For a campaign archived before its probe was, ``clock`` rebuilds it: the probe this machine
 measured, with ``probe_s`` set to the one every archived run of that workload divided by
 (their ``compute_step_probe_s``; refused when they disagree), saved into the archive:
@@ -59,8 +60,10 @@ def _probes(results: Path) -> list[Path]:
 
 def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
     """The probes of ``results`` to archive under ``stored``; SystemExit naming the first
-    that differs from the archived one (its runs would be on another clock)."""
+    that differs from the archived one, or (none archived) from the probe the archived runs
+    of its workload divided by: its runs would be on another clock."""
     plan = []
+    recorded = _recorded_probes(stored)
     for relative in _probes(results):
         source, target = results / relative, stored / relative
         if target.is_file():
@@ -70,8 +73,25 @@ def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
                     f"{target} has {_probe_s(target)!r}; restore the archive before running "
                     "(runs on two clocks would mix)")
             continue
+        theirs = recorded.get(json.loads(source.read_text()).get("workload_key"), set())
+        if theirs and theirs != {_probe_s(source)}:
+            raise SystemExit(
+                f"{source}: probe_s {_probe_s(source)!r}, the archived runs of its workload "
+                f"divided by {sorted(theirs)}; run `clock` and restore before running "
+                "(runs on two clocks would mix)")
         plan.append((source, target))
     return plan
+
+
+def _recorded_probes(archive: Path) -> dict[str, set[float]]:
+    """Workload key -> the workload probes (``compute_step_probe_s``) its archived runs
+    divided by."""
+    recorded: dict[str, set[float]] = {}
+    for summary in archive.glob("runs/**/summary.json"):
+        s = json.loads(summary.read_text())
+        if s.get("workload_key") and s.get("time_dilation_source") == "workload probe":
+            recorded.setdefault(s["workload_key"], set()).add(s["compute_step_probe_s"])
+    return recorded
 
 
 def _probe_s(path: Path):
@@ -134,11 +154,7 @@ def clock(archive: Path, results: Path) -> list[Path]:
     measurement here kept as ``probe_s_measured_here``; written back under ``results`` and
     into ``archive``. A probe the archive has already is left as it is; SystemExit when the
     runs of a workload disagree, naming their values. Returns the archive files written."""
-    recorded: dict[str, set[float]] = {}
-    for summary in archive.glob("runs/**/summary.json"):
-        s = json.loads(summary.read_text())
-        if s.get("workload_key") and s.get("time_dilation_source") == "workload probe":
-            recorded.setdefault(s["workload_key"], set()).add(s["compute_step_probe_s"])
+    recorded = _recorded_probes(archive)
     written = []
     for relative in _probes(results):
         if (archive / relative).is_file():

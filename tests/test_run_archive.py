@@ -154,3 +154,16 @@ def test_clock_refuses_runs_on_two_clocks(tmp_path):
     with pytest.raises(SystemExit, match=r"abc-w2 divided by different probes \[0\.15, 0\.2\]"):
         archive.clock(stored, results)
     assert not (stored / "dilation").exists()
+
+
+def test_save_refuses_a_fresh_probe_other_than_the_archived_runs_one(tmp_path):
+    root = tmp_path / "archive"
+    _archived_run(root / "bench-toy", "sage_b8_10gbe_s5", "abc-w2", 0.2)
+    results = tmp_path / "bench-toy"
+    run = _run_dir(results)
+    _probe(results, 0.3)                      # a fresh machine's, `clock` not run
+    with pytest.raises(SystemExit, match=r"abc-w2\.json: probe_s 0\.3, the archived runs "
+                                         r"of its workload divided by \[0\.2\]; run `clock`"):
+        archive.save(results, [run], root)
+    assert not (root / "bench-toy" / "dilation").exists()
+    assert not (root / "bench-toy" / run.relative_to(results)).exists()
