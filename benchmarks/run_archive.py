@@ -38,6 +38,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from commgnn.core.files import write_json_atomic
+
 ARCHIVE_ROOT = Path(__file__).parent / "runs"
 RUN_FILES = ("summary.json", "epochs.jsonl")
 
@@ -66,17 +68,19 @@ def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
     recorded = _recorded_probes(stored)
     for relative in _probes(results):
         source, target = results / relative, stored / relative
+        probe = json.loads(source.read_text())
         if target.is_file():
             if target.read_bytes() != source.read_bytes():
+                archived = json.loads(target.read_text()).get("probe_s")
                 raise SystemExit(
-                    f"{source}: probe_s {_probe_s(source)!r}, the archive's clock "
-                    f"{target} has {_probe_s(target)!r}; restore the archive before running "
+                    f"{source}: probe_s {probe.get('probe_s')!r}, the archive's clock "
+                    f"{target} has {archived!r}; restore the archive before running "
                     "(runs on two clocks would mix)")
             continue
-        theirs = recorded.get(json.loads(source.read_text()).get("workload_key"), set())
-        if theirs and theirs != {_probe_s(source)}:
+        theirs = recorded.get(probe.get("workload_key"), set())
+        if theirs and theirs != {probe.get("probe_s")}:
             raise SystemExit(
-                f"{source}: probe_s {_probe_s(source)!r}, the archived runs of its workload "
+                f"{source}: probe_s {probe.get('probe_s')!r}, the archived runs of its workload "
                 f"divided by {sorted(theirs)}; run `clock` and restore before running "
                 "(runs on two clocks would mix)")
         plan.append((source, target))
@@ -92,10 +96,6 @@ def _recorded_probes(archive: Path) -> dict[str, set[float]]:
         if s.get("workload_key") and s.get("time_dilation_source") == "workload probe":
             recorded.setdefault(s["workload_key"], set()).add(s["compute_step_probe_s"])
     return recorded
-
-
-def _probe_s(path: Path):
-    return json.loads(path.read_text()).get("probe_s")
 
 
 def save(results: Path, directories: list[Path], archive_root: Path = ARCHIVE_ROOT) -> list[Path]:
@@ -168,9 +168,7 @@ def clock(archive: Path, results: Path) -> list[Path]:
             (step,) = steps
             probe = {**probe, "probe_s_measured_here": probe["probe_s"], "probe_s": step,
                      "probe_s_source": "compute_step_probe_s of the archived runs"}
-            partial = results / relative.with_name(relative.name + ".partial")
-            partial.write_text(json.dumps(probe, indent=2, sort_keys=True) + "\n")
-            os.replace(partial, results / relative)
+            write_json_atomic(results / relative, probe)
         _copy(results / relative, archive / relative)
         written.append(archive / relative)
     return written
