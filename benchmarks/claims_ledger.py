@@ -19,6 +19,7 @@ import provenance
 
 from commgnn.catalog import figure_module
 from commgnn.core.errors import NotApplicable
+from commgnn.core.testbed import TESTBED_SEPARATOR, apart_from_energy
 from commgnn.ledger import CLAIMS, READS
 from commgnn.report.claims import VERDICTS, ledger
 from commgnn.systems.registry import discover
@@ -70,7 +71,9 @@ def draw(runs: Path, work: Path) -> tuple[dict[str, Path], dict[str, str]]:
 
 def benchmark_ledger(name: str, work: Path, manifest: dict[str, dict]) -> pd.DataFrame:
     """The ledger of one benchmark (its runs table, if it has one, and its committed
-    figures), one ledger per testbed its results were made on (never pooled)."""
+    figures), one ledger per testbed its results were made on (never pooled), but for the
+    energy model: results differing only in it are one ledger, whose energy claims are
+    judged only on runs of one energy model (``provenance`` names every testbed behind)."""
     source = RESULTS / f"{name}_runs.csv"
     runs = None
     if source.is_file():
@@ -81,23 +84,31 @@ def benchmark_ledger(name: str, work: Path, manifest: dict[str, dict]) -> pd.Dat
         runs["testbed"] = runs["testbed"].fillna(recorded)
     committed = {p: manifest[str(p.relative_to(RESULTS))]["testbed"]
                  for p in sorted((RESULTS / f"{name}_figures").glob("*.csv"))}
-    testbeds = sorted({*committed.values(), *([] if runs is None else runs["testbed"])})
+    # one ledger per testbed but for the energy model, which splits only the energy claims
+    # (commgnn.report.claims.judge refuses those over runs of two energy models)
+    groups = sorted({apart_from_energy(t) for t in
+                     [*committed.values(), *([] if runs is None else runs["testbed"])]})
     frames = []
-    for index, testbed in enumerate(testbeds):
+    for index, group in enumerate(groups):
         here = work / str(index)
         here.mkdir()
-        tables, not_applicable, inputs = {}, {}, []
-        if runs is not None and (runs["testbed"] == testbed).any():
-            inputs = [here / "runs.csv"]  # figure modules find the runs table by its name
-            runs[runs["testbed"] == testbed].to_csv(inputs[0], index=False)
-            tables, not_applicable = draw(inputs[0], here)
+        tables, not_applicable, inputs, made_on = {}, {}, [], set()
+        if runs is not None:
+            mine = runs[runs["testbed"].map(apart_from_energy) == group]
+            if len(mine):
+                inputs = [here / "runs.csv"]  # figure modules find the runs table by its name
+                mine.to_csv(inputs[0], index=False)
+                tables, not_applicable = draw(inputs[0], here)
+                made_on |= set(mine["testbed"])
         for path, made in committed.items():
-            if made == testbed:
+            if apart_from_energy(made) == group:
                 tables.setdefault(path.stem, path)
                 not_applicable.pop(path.stem, None)
+                made_on |= set(made.split(TESTBED_SEPARATOR))
         data = ledger(CLAIMS, [*inputs, *tables.values()], not_applicable)
         rel = {str(path): f"{name}: {path.name}" for path in tables.values()}
-        frames.append(data.assign(benchmark=name, provenance=testbed,
+        frames.append(data.assign(benchmark=name,
+                                  provenance=TESTBED_SEPARATOR.join(sorted(made_on)),
                                   output=data["output"].map(lambda o, rel=rel: rel.get(o, o))))
     return pd.concat(frames, ignore_index=True)
 

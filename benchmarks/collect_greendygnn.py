@@ -8,7 +8,9 @@ Energy is the target-machine model (commgnn.energy.target: GPU idle during stall
 RPC and byte) in target time (raw ÷ time dilation), per epoch, summed over the workers,
 with the wait in the real all-reduce for the slowest worker counted idle (in the run's
 own records since target energy v2; for older records :func:`straggler_excess_j`
-removes it after the fact); times are target seconds. Read from every run's epochs.jsonl.
+removes it after the fact) and each worker's wait at an epoch's end for the slowest counted
+idle (target energy v3; v2 records are brought to it by ``commgnn reprice``, and the
+tables name the runs' models); times are target seconds. Read from every run's epochs.jsonl.
 Which epochs are congested comes from each run's own schedule (its ``network_spec``): a
 congested run's epochs with an injected delay; a clean run's, the congested epochs of the
 congested runs of its workload (the same epochs, so an overhead compares like with like).
@@ -83,6 +85,19 @@ def straggler_excess_j(run_dir: Path, workers: int) -> dict[int, float]:
     f = summary["time_dilation"]
     excess = extra_w * (busy - least) / f
     return {int(e): float(v) for e, v in excess.groupby(steps["epoch"]).sum().items()}
+
+
+def energy_models(results: Path, runs: pd.DataFrame) -> dict[str, int]:
+    """How many runs priced their energy with each target energy model (a run re-priced
+    by ``commgnn reprice`` counts as ``"<model> (re-priced from <old>)"``)."""
+    models: dict[str, int] = defaultdict(int)
+    for _, run in runs.iterrows():
+        summary = json.loads((_run_dir(results, run) / "summary.json").read_text())
+        model = summary.get("provenance", {}).get("energy", "target energy v1")
+        if "energy_repriced" in summary:
+            model += f" (re-priced from {summary['energy_repriced']['from']})"
+        models[model] += 1
+    return dict(sorted(models.items()))
 
 
 def phase_name(delays: dict[int, float] | None) -> str:
@@ -309,7 +324,11 @@ def markdown(result: dict) -> str:
              "Energy: target-machine model (commgnn.energy.target), J per epoch, all "
              f"workers, target time (raw ÷ dilation f = {f}), with the wait in the real "
              "all-reduce for the slowest worker counted idle (`in-run J`: the run's own "
-             "figure, which before target energy v2 counted it busy). Congested epochs: "
+             "figure, which before target energy v2 counted it busy), and each worker's "
+             "wait at an epoch's end for the slowest counted idle (target energy v3). "
+             "Energy models of the runs: "
+             + ", ".join(f"{m}: {n}" for m, n in result["energy_models"].items())
+             + ". Congested epochs: "
              "those of each congested run's own schedule with an injected delay "
              + "; ".join(f"({n}: {e})" for n, e in result["congested_epochs"].items())
              + "; a clean run's: the same epochs.", "",
@@ -388,6 +407,7 @@ def main(results: Path, prefix: Path) -> None:
     whole = per_run(epochs, congested_only=False)
     marked = epochs[epochs["congested"] & epochs["congested_epoch"]]
     result = {"datasets": sorted(runs["dataset"].unique().tolist()),
+              "energy_models": energy_models(results, runs),
               "time_dilation": sorted(runs["time_dilation"].round(3).unique().tolist()),
               "congested_epochs": {n: sorted(int(e) for e in g["epoch"].unique())
                                    for n, g in marked.groupby("network")},

@@ -4,13 +4,13 @@ each file under ``benchmarks/results/`` to what made it — the commit and the t
 model).
 
 A runs table whose runs recorded their testbed (a ``testbed`` column) gives it; the figure
-tables a benchmark's collector draws from its runs (``<name>_figures/*``) are on the testbed
-of its runs table (``<name>_runs.csv``) where that table is on one, whichever commit wrote
-them; any other file made before results recorded one is "unversioned, made at <commit>"
-(the commit that last wrote it, from git): such results pool with nothing made elsewhere.
-The claims ledger (``benchmarks/claims_ledger.py``) reads the manifest and judges every
-testbed apart; ``tests/test_benchmark_provenance.py`` fails when a committed result has no
-entry.
+tables a benchmark's collector draws from its runs (``<name>_figures/*``) are on the
+testbed(s) of its runs table (``<name>_runs.csv``), whichever commit wrote them; any other
+file made before results recorded one is "unversioned, made at <commit>" (the commit that
+last wrote it, from git): such results pool with nothing made elsewhere. The claims ledger
+(``benchmarks/claims_ledger.py``) reads the manifest and judges every testbed apart (but
+for the energy model, which splits only the energy claims);
+``tests/test_benchmark_provenance.py`` fails when a committed result has no entry.
 
     python benchmarks/provenance.py     # add entries for new files, drop gone ones
 """
@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from commgnn.core.testbed import TESTBED_SEPARATOR
+
 RESULTS = Path(__file__).parent / "results"
 MANIFEST = RESULTS / "PROVENANCE.json"
 
@@ -32,9 +34,6 @@ def result_files() -> list[str]:
     return sorted(str(p.relative_to(RESULTS)) for p in RESULTS.rglob("*")
                   if p.is_file() and p != MANIFEST)
 
-
-#: Joins the testbeds of a runs table whose runs were made on several.
-TESTBED_SEPARATOR = " | "
 
 
 def _git(*args: str) -> str:
@@ -85,9 +84,9 @@ def update(refresh: set[str] = frozenset()) -> dict[str, dict]:
     known = load()
     manifest = {name: (entry(name) if name in refresh else known.get(name) or entry(name))
                 for name in result_files()}
-    for name, made in manifest.items():  # a benchmark's figures: its runs' one testbed
+    for name, made in manifest.items():  # a benchmark's figures: its runs' testbed(s)
         table = runs_table_of(name)
-        if table is not None and TESTBED_SEPARATOR not in manifest[table]["testbed"]:
+        if table is not None:
             made["testbed"] = manifest[table]["testbed"]
     MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest

@@ -101,6 +101,16 @@ def cmd_runs_table(args: argparse.Namespace) -> None:
     write_csv(frame, args.out)
 
 
+def cmd_reprice(args: argparse.Namespace) -> None:
+    from commgnn.core.testbed import ENERGY_MODEL
+    from commgnn.train.reprice import reprice_run  # deferred: imports pandas, torch
+
+    _require(args.runs, "summary.json")
+    for run in args.runs:
+        done = reprice_run(run)
+        print(f"{run}: {'re-priced to' if done else 'already on'} {ENERGY_MODEL}")
+
+
 def cmd_status(args: argparse.Namespace) -> None:
     if not args.results.is_dir():
         raise InputError(f"{args.results}: no results directory")
@@ -346,6 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", choices=["running", "failed", "partial", "finished"],
                    action="append", help="only runs in this state (repeatable)")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("reprice", help="bring finished runs' target energy to the current "
+                                       "energy model from their own records (v2 -> v3)")
+    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.set_defaults(func=cmd_reprice)
 
     p = sub.add_parser("runs-table", help="gather run summaries into one CSV table")
     p.add_argument("--out", required=True, type=Path)

@@ -320,6 +320,24 @@ def test_runs_of_different_testbeds_are_not_pooled():
     assert judge(_claim(), _table(1.8, 2.2), RUNS, {})["provenance"] == "unrecorded"
 
 
+def test_only_an_energy_claim_is_split_by_the_energy_model():
+    """The energy model prices energy and nothing else: a time claim pools runs of two
+    energy models, an energy claim does not."""
+    from commgnn.report.claims import TARGET_ENERGY
+
+    v2 = "synthetic v2; congestion v2; dilation per workload; target energy v2; evaluation v2"
+    runs = RUNS.assign(base_system="hopgnn",
+                       testbed=[v2, v2.replace("target energy v2", "target energy v3")])
+    time = judge(_claim(), _table(1.8, 2.2), runs, {})
+    assert time["verdict"] == "reproduced"
+    assert time["provenance"] == f"{v2} | {v2.replace('v2; evaluation', 'v3; evaluation')}"
+    energy = judge(replace(_claim(), energy=TARGET_ENERGY), _table(1.8, 2.2), runs, {})
+    assert energy["verdict"] == "not comparable"
+    assert energy["reason"].startswith("runs of 2 testbeds pooled")
+    other = runs.assign(testbed=[v2, v2.replace("congestion v2", "congestion v3")])
+    assert judge(_claim(), _table(1.8, 2.2), other, {})["verdict"] == "not comparable"
+
+
 def test_an_accuracy_claim_over_partitionings_needs_one_evaluation_sample():
     claim = replace(_claim(), accuracy=True)
     old = "synthetic v2; congestion v2; dilation per workload; target energy v2"

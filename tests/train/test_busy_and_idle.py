@@ -1,7 +1,8 @@
 """Busy and idle per device, in the loop: the straggler wait inside the all-reduce is idle
 (measured: tests/network/test_netem.py's two-process DDP test; priced: tests/train/
 test_runs.py's energy test), and every class of traffic a worker moves costs CPU (target
-energy model v2)."""
+energy model v2), and a worker that ends its epoch before the slowest idles until it ends
+(v3)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 
 import pytest
 
+from commgnn.energy.target import TargetPowerModel
 from commgnn.network.netem import MIGRATION, SHUFFLE, CollectiveWait, LinkModel, NetworkEmulator
+from commgnn.train.summary import charge_boundary_wait
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -90,5 +93,29 @@ def test_every_class_of_traffic_costs_cpu(tiny_inputs, tmp_path, run_on_tiny, ma
         outside_cpu = (30 * (rec["time_s"] - rec["step_s"]) / 4
                        + core_w * ((rec.get("extra_remote_rpcs", 0) + outside_msgs) * 2e-4
                                    + (rec.get("extra_remote_bytes", 0) + outside_bytes) / 1e9))
+        # and idle from its epoch's end to the slowest worker's (target energy v3)
+        assert rec["boundary_wait_s"] == epoch["time_s"] - rec["time_s"] >= 0
         assert rec["energy_target_cpu_j"] == pytest.approx(
-            sum(r["energy_target_cpu_j"] for r in steps) + outside_cpu, rel=1e-9)
+            sum(r["energy_target_cpu_j"] for r in steps) + outside_cpu
+            + 30 * rec["boundary_wait_s"] / 4, rel=1e-9)
+    # every worker is charged at least the idle floors over the whole epoch (its slowest
+    # worker's time): no worker's wait goes unpriced
+    assert epoch["energy_target_j"] >= 2 * (50 + 30) * epoch["time_s"] / 4 * (1 - 1e-12)
+    assert epoch["boundary_wait_s"] == sum(w["boundary_wait_s"] for w in epoch["workers"])
+
+
+def test_a_worker_that_ends_its_epoch_first_idles_until_the_last_does():
+    """Target energy v3: the epoch lasts as long as its slowest worker; the others are
+    charged both idle floors for the gap, in target time (raw ÷ f)."""
+    power = TargetPowerModel(gpu_idle_w=60, cpu_idle_w=40)
+    workers = [{"time_s": 10.0, "time_dilation": 2.0, "energy_target_gpu_j": 500.0,
+                "energy_target_cpu_j": 300.0, "energy_target_j": 800.0},
+               {"time_s": 6.0, "time_dilation": 2.0, "energy_target_gpu_j": 400.0,
+                "energy_target_cpu_j": 200.0, "energy_target_j": 600.0}]
+    charge_boundary_wait(workers, power)
+    slow, fast = workers
+    assert (slow["boundary_wait_s"], slow["energy_target_j"]) == (0.0, 800.0)
+    # 4 s raw = 2 s target: 60 W × 2 s on the GPU, 40 W × 2 s on the CPU
+    assert fast["boundary_wait_s"] == 4.0
+    assert (fast["energy_target_gpu_j"], fast["energy_target_cpu_j"]) == (520.0, 280.0)
+    assert fast["energy_target_j"] == 800.0

@@ -61,7 +61,7 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     assert summary["network_mode"] == "loopback"
     # what made it: the tiny dataset was written without a generator (no `commgnn dataset`)
     assert summary["testbed"] == ("unrecorded; congestion v2; dilation per workload; "
-                                  "target energy v2; evaluation v2")
+                                  "target energy v3; evaluation v2")
     assert summary["commit"] == summary["provenance"]["commit"] != ""
 
 
@@ -236,8 +236,11 @@ def test_target_energy_model_in_every_record(tiny_inputs, tmp_path, run_on_tiny,
             step_sum = sum(r["energy_target_j"] for r in mine)
             assert rec["step_s"] == pytest.approx(sum(r["step_s"] for r in mine))
             assert rec["energy_target_j"] >= step_sum
-            # plus idle power outside the steps (default: no traffic outside them)
-            outside = (50 + 30) * (rec["time_s"] - rec["step_s"]) / f
+            # plus idle power outside the steps (default: no traffic outside them) and
+            # while it waits at the epoch's end for the slowest worker
+            slowest = max(w["time_s"] for w in e["workers"])
+            assert rec["boundary_wait_s"] == pytest.approx(slowest - rec["time_s"], abs=1e-12)
+            outside = (50 + 30) * (rec["time_s"] - rec["step_s"] + rec["boundary_wait_s"]) / f
             assert rec["energy_target_j"] == pytest.approx(step_sum + outside, rel=1e-9)
     for key in ("energy_target_j", "energy_target_gpu_j", "energy_target_cpu_j", "energy_j"):
         for e in epochs:

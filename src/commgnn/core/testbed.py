@@ -37,10 +37,16 @@ CONGESTION_MODEL = "congestion v2"
 #: workload's own reference (measured on an H100 or derived by a stated rule); v1: per run,
 #: ÷ one reference_step_ms for every workload of a network.
 DILATION_POLICY = "dilation per workload"
-#: v2 (2026-11-26): the GPU idles through the straggler wait in the real all-reduce, and
-#: every class of traffic costs CPU (gradients, activations, migrations, shuffles too);
-#: v1 counted the wait as busy and only feature, sampling and fill RPCs as CPU work.
-ENERGY_MODEL = "target energy v2"
+#: v3 (2026-12-02): a worker that ends its epoch before the slowest one idles until it does
+#: (``boundary_wait_s``: e.g. while a peer's background cache build fetches from a congested
+#: machine) and is charged idle power for it; v2 charged nothing there, so runs whose
+#: workers end epochs apart (GreenDyGNN's window builds: 4–23 % of their energy under
+#: congestion) were under-priced. v2 records are re-priced exactly from their own times
+#: (``commgnn reprice``). v2 (2026-11-26): the GPU idles through the straggler wait in the
+#: real all-reduce, and every class of traffic costs CPU (gradients, activations,
+#: migrations, shuffles too); v1 counted the wait as busy and only feature, sampling and
+#: fill RPCs as CPU work.
+ENERGY_MODEL = "target energy v3"
 #: v2 (2026-11-27): one sample of each split for every partitioning and system of a seed
 #: (``eval_max_nodes × workers`` nodes drawn from the seed and the split alone); v1: each
 #: worker sampled ``eval_max_nodes`` of the nodes its partition owns, so runs on different
@@ -48,6 +54,20 @@ ENERGY_MODEL = "target energy v2"
 #: clean-label ceiling sat 0.009 below the random partition's on average over 3 seeds, the
 #: size of the accuracy gaps read).
 EVALUATION_SAMPLE = "evaluation v2"
+
+
+#: Joins the testbeds of results made on several (a runs table's, a ledger row's).
+TESTBED_SEPARATOR = " | "
+
+
+def apart_from_energy(testbed: str) -> str:
+    """``testbed`` (one, or several joined by :data:`TESTBED_SEPARATOR`) without the energy
+    model: what runs are pooled on for a claim that reads no energy. The energy model
+    prices energy from what a run records and changes nothing else it measures (its times,
+    traffic and accuracies), so runs differing only in it are one testbed to such a claim."""
+    kept = {"; ".join(part for part in one.split("; ") if not part.startswith("target energy"))
+            for one in testbed.split(TESTBED_SEPARATOR)}
+    return TESTBED_SEPARATOR.join(sorted(kept))
 
 
 def generator_of(spec: dict) -> str:

@@ -56,7 +56,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.core.testbed import EVALUATION_SAMPLE
+from commgnn.core.testbed import EVALUATION_SAMPLE, apart_from_energy
 from commgnn.report.figure_tables import not_applicable_reason, read_figure_table
 from commgnn.report.labels import reach_column
 from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
@@ -200,7 +200,8 @@ class Claim:
     the band must lie on, past the noise floor, to count as the same effect (None: a
     parity claim, or one whose sign cannot come out otherwise). ``energy``: a claim on
     energy read from the target-machine model (:data:`TARGET_ENERGY`) or from the runs'
-    meters (:data:`METERED_ENERGY`); "" for any other claim. ``by_construction``: why
+    meters (:data:`METERED_ENERGY`); "" for any other claim, whose runs pool across
+    energy models (:func:`commgnn.core.testbed.apart_from_energy`). ``by_construction``: why
     the value cannot come out otherwise on this substrate ("": it can). ``accuracy``: a
     claim comparing test accuracies of runs on different partitionings, judged only on
     recorded runs scored on one sample of each split (testbed "evaluation v2",
@@ -398,9 +399,10 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     testbeds = _provenance(behind)
     row.update(clock=", ".join(clocks), reach=", ".join(reaches_of(behind)),
                energy=_energy_source(claim, behind), provenance=" | ".join(testbeds))
-    if len(testbeds) > 1:
+    pooled = testbeds if claim.energy else sorted({apart_from_energy(t) for t in testbeds})
+    if len(pooled) > 1:
         return {**row, "verdict": "not comparable",
-                "reason": f"runs of {len(testbeds)} testbeds pooled: judge each apart{note}"}
+                "reason": f"runs of {len(pooled)} testbeds pooled: judge each apart{note}"}
     apart = scored_apart(behind) if claim.accuracy else ""
     if apart:
         return {**row, "verdict": "not comparable", "reason": f"{apart}{note}"}

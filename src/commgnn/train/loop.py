@@ -89,6 +89,7 @@ from commgnn.train.summary import (
     NETWORK_CLASSES,
     add_cumulative,
     attempt_record,
+    charge_boundary_wait,
     epoch_line,
     epoch_summary,
     run_summary,
@@ -436,6 +437,7 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
             clock.evaluation_s += time.perf_counter() - t_eval
         records = [None] * world
         dist.all_gather_object(records, record)
+        charge_boundary_wait(records, power)
         system.observe_epoch(records)
         states = [None] * world  # after observe_epoch: the state the next epoch starts from
         dist.all_gather_object(states, system.state_dict())

@@ -206,6 +206,25 @@ def max_known(values) -> float:
     return max(known) if known else math.nan
 
 
+def charge_boundary_wait(workers: list[dict], power: TargetPowerModel) -> None:
+    """Charge each worker's record (in place) the idle power of its wait at the epoch's
+    end: the epoch lasts as long as its slowest worker (``time_s`` of the epoch row is the
+    largest), and a worker that finishes first — e.g. while a peer's background cache
+    build still fetches from a congested machine — idles until it can start the next
+    epoch's first all-reduce. ``boundary_wait_s`` (raw) is that gap; its target energy,
+    ``power.energy(boundary_wait_s / f)`` (GPU and CPU idle floors), is added to the
+    record's ``energy_target_*``. Target energy v3 (:data:`commgnn.core.testbed.ENERGY_MODEL`);
+    v2 records lack it (``commgnn reprice`` adds it from their own times)."""
+    end = max(w["time_s"] for w in workers)
+    for w in workers:
+        wait = end - w["time_s"]
+        idle = power.energy(wait / w["time_dilation"])
+        w["boundary_wait_s"] = wait
+        w["energy_target_gpu_j"] += idle.gpu
+        w["energy_target_cpu_j"] += idle.cpu
+        w["energy_target_j"] = w["energy_target_gpu_j"] + w["energy_target_cpu_j"]
+
+
 def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -> dict:
     """One epoch's record: aggregates plus the per-worker records. ``reductions`` are the
     system's declared metrics (``System.metric_reductions()``)."""
@@ -220,6 +239,7 @@ def epoch_summary(epoch: int, workers: list[dict], reductions: dict[str, str]) -
         "peak_mem_bytes": max(w["peak_mem_bytes"] for w in workers),
         **{key: max_known(w.get(key) for w in workers) for key in MEMORY},
         "steps_max": max(w["steps"] for w in workers),
+        "boundary_wait_s": sum(w.get("boundary_wait_s", 0.0) for w in workers),
         "workers": workers,
     }
     for key in SUMMED:
