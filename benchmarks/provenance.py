@@ -12,7 +12,11 @@ last wrote it, from git): such results pool with nothing made elsewhere. The cla
 for the energy model, which splits only the energy claims);
 ``tests/test_benchmark_provenance.py`` fails when a committed result has no entry.
 
-    python benchmarks/provenance.py     # add entries for new files, drop gone ones
+    python benchmarks/provenance.py     # new files and files made anew, before committing
+
+A file's entry is kept from run to run (its provenance is fixed when it is made) unless git
+reports it changed or new in the working tree: a result collected anew (re-priced runs, say)
+gets the commit and testbed of what made it now, so run this before committing it.
 """
 
 from __future__ import annotations
@@ -69,6 +73,13 @@ def runs_table_of(relative: str) -> str | None:
     return table if (RESULTS / table).is_file() else None
 
 
+def remade() -> set[str]:
+    """The results git reports new or changed in the working tree (made anew since their
+    last commit), relative to ``RESULTS``; none outside a git checkout."""
+    listed = _git("ls-files", "--modified", "--others", "--exclude-standard", ".")
+    return {name for name in listed.splitlines() if (RESULTS / name).is_file()}
+
+
 def entry(relative: str) -> dict:
     commit = last_commit(relative)
     return {"commit": commit, "testbed": testbeds_of(relative, commit)}
@@ -93,5 +104,5 @@ def update(refresh: set[str] = frozenset()) -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    made = update()
+    made = update(refresh=remade())
     print(f"{MANIFEST}: {len(made)} results")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -114,6 +115,35 @@ def test_a_new_result_gets_an_entry_and_an_old_one_keeps_its_own(tmp_path, monke
     assert "gone.json" not in made
     assert made["new_runs.csv"]["testbed"] == ("synthetic v1; congestion v1; dilation per run; "
                                                "target energy v1")
+
+
+def test_a_result_made_anew_gets_its_new_testbed(tmp_path, monkeypatch):
+    """A runs table collected again from re-priced runs (changed in the working tree) is on
+    their testbed now, and so are its figures; an unchanged result keeps its entry."""
+    results = tmp_path / "results"
+    (results / "toy_figures").mkdir(parents=True)
+    old, new = "synthetic v2; target energy v2", "synthetic v2; target energy v3"
+    _runs(old).to_csv(results / "toy_runs.csv", index=False)
+    (results / "toy_figures" / "fig.csv").write_text("a\n1\n")
+    (results / "kept.json").write_text("{}")
+    monkeypatch.setattr(provenance, "RESULTS", results)
+    monkeypatch.setattr(provenance, "MANIFEST", results / "PROVENANCE.json")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    provenance.update(refresh=provenance.remade())
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "results"], check=True)
+    first = provenance.update(refresh=provenance.remade())
+    assert first["toy_runs.csv"]["testbed"] == old
+    assert provenance.remade() == set()
+    _runs(new).to_csv(results / "toy_runs.csv", index=False)  # collected anew
+    assert provenance.remade() == {"toy_runs.csv"}
+    made = provenance.update(refresh=provenance.remade())
+    assert made["toy_runs.csv"]["testbed"] == new
+    assert made["toy_runs.csv"]["commit"].endswith("+uncommitted")
+    assert made["toy_figures/fig.csv"]["testbed"] == new
+    assert made["kept.json"] == first["kept.json"]
+    assert provenance.update()["toy_runs.csv"]["testbed"] == new  # kept from then on
 
 
 def test_a_benchmarks_figures_are_on_its_runs_testbed(tmp_path, monkeypatch):
