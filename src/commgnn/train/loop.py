@@ -397,6 +397,9 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
         kept = [[row["val_acc"] for row in history if row.get("val_acc") is not None]]
         dist.broadcast_object_list(kept, src=0)
         evaluated_val = kept[0]
+    # A background sampler (GreenDyGNN's Stage 1) may still sample the steps an epoch
+    # asked for while the loop evaluates: its traffic between two epochs is the next one's.
+    carried = {SAMPLING: emulator.totals(SAMPLING)}
     for epoch in range(start_epoch, epochs):
         torch.manual_seed(derive_seed(spec.seed, "torch", rank, epoch) % 2**63)
         emulator.set_epoch(epoch)
@@ -405,7 +408,8 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
         start = time.perf_counter()  # the system's epoch work (cache fills …) is inside
         energy0 = meter.read_joules()
         parts0 = meter.read_parts()
-        network0 = {c: emulator.totals(c) for c in NETWORK_CLASSES}
+        network0 = {c: carried[c] if c in carried else emulator.totals(c)
+                    for c in NETWORK_CLASSES}
         moved_epoch0 = moved_traffic(emulator)
         system.start_epoch(epoch)
         record = _run_epoch(system, epoch, rank, steps_out, emulator, meter, power)
@@ -424,6 +428,8 @@ def _train(env, spec, paths, plan: DevicePlan, dataset, partition, system, emula
             now = emulator.totals(c)
             record[f"network_{c}_s"] = now.charged_s - network0[c].charged_s
             record[f"network_{c}_bytes"] = now.bytes - network0[c].bytes
+            if c in carried:
+                carried[c] = now
         record["sync_emulated_s"] = record[f"network_{ALLREDUCE}_s"]
         record["peak_mem_bytes"] = _peak_mem_bytes(device)
         record["peak_rss_bytes"] = _peak_rss_bytes()

@@ -80,19 +80,24 @@ def test_online_sampling_is_charged_and_gives_the_presampled_run(
             assert "presample_sampling_rpcs" not in ours
             assert theirs["network_sampling_bytes"] == 0
             assert 0 < ours["sampler_held_max"] <= 2 * W + DEPTH  # about 2 windows
-        # The RPCs crossed the emulated links inside epochs, possibly one before the
-        # step that trains on the batch: by the end of epoch e the sampler has sampled
-        # (then pauses) every step below max(the next epoch's first + DEPTH, the end of
-        # the window the builder was last asked for): the window after the one holding
-        # the epoch's last step (static windows of W steps from step 0).
+        # The RPCs crossed the emulated links in the epoch they were sent in (or, sent
+        # between two epochs, are the next one's), possibly before the epoch that trains
+        # on the batch: by the end of epoch e the sampler has
+        # sampled every step epoch e trained, and it holds (finishing them in the
+        # background, the loop not waiting) once it has sampled every step below
+        # max(the next epoch's first + DEPTH, the end of the window the builder was last
+        # asked for): the window after the one holding the epoch's last step (static
+        # windows of W steps from step 0). Every byte is on a link once.
         steps, total = len(on) // EPOCHS, len(on)
-        reached = [min(total, max((e + 1) * steps + DEPTH,
-                                  W * (((e + 1) * steps - 1) // W + 2))) for e in range(EPOCHS)]
-        assert reached[0] < total  # something is left for a later epoch
-        for e, (lo, hi) in enumerate(zip([0, *reached], reached, strict=False)):
-            mine = on_epochs[e]["workers"][worker]
-            assert mine["network_sampling_bytes"] == sum(r["sampling_bytes"] for r in on[lo:hi])
-            assert (mine["network_sampling_s"] > 0) == (hi > lo)
+        held = [min(total, max((e + 1) * steps + DEPTH,
+                               W * (((e + 1) * steps - 1) // W + 2))) for e in range(EPOCHS)]
+        assert held[0] < total  # something is left for a later epoch
+        sent = 0
+        for e in range(EPOCHS):
+            sent += on_epochs[e]["workers"][worker]["network_sampling_bytes"]
+            trained = sum(r["sampling_bytes"] for r in on[:(e + 1) * steps])
+            assert trained <= sent <= sum(r["sampling_bytes"] for r in on[:held[e]])
+        assert sent == sum(r["sampling_bytes"] for r in on)
     on_summary, off_summary = (json.loads((run / "summary.json").read_text())
                                for run in (online, offline))
     assert on_summary["sampling_rpcs_per_epoch"] == pytest.approx(
@@ -161,26 +166,36 @@ def test_sample_buffer_samples_each_step_once_for_both_consumers():
     assert isinstance(info.value.__cause__, OSError)
     buffer.close()
 
-    # pause (between epochs) produces what was asked for, then holds: a waiting
-    # consumer is released by close
+    # pause (between epochs) returns at once: the thread produces what was asked for in
+    # the background, then holds; a waiting consumer is released by close
     produced.clear()
-    buffer = SampleBuffer(produce, first=0, consume_from=0, total=10, depth=1)
+    release = threading.Event()
+
+    def slow(g: int) -> int:
+        if g == 2:
+            assert release.wait(10)
+        return produce(g)
+
+    buffer = SampleBuffer(slow, first=0, consume_from=0, total=10, depth=1)
     assert buffer.take(0) == 0
     buffer.want(3)  # a window of steps 0-2
-    buffer.pause()
-    assert produced == [0, 1, 2]
+    buffer.pause()  # step 2 is still being produced: pause does not wait for it
+    assert produced[-1] < 2
+    release.set()
+    assert buffer.read(0, 3) == [0, 10, 20]  # produced while paused: it was asked for
     errors: list[BaseException] = []
 
     def waiter() -> None:
         try:
-            buffer.read(0, 10)
+            buffer.read(3, 10)
         except PrefetchError as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=waiter)
     thread.start()
     thread.join(0.2)
-    assert thread.is_alive()  # nothing is produced while paused
+    assert thread.is_alive()  # nothing beyond what was asked for is produced while paused
+    assert produced == [0, 1, 2]
     buffer.close()
     thread.join(10)
     assert not thread.is_alive() and "closed" in str(errors[0])

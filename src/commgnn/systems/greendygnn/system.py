@@ -29,9 +29,14 @@ Three stages run beside the trainer (§V-A):
   it and the cache builder has read it; the thread runs ``loader_depth`` steps ahead of
   the resolver and as far as the builder asks (the end of the window being built, asked
   when its build starts: windows cross epoch boundaries), never beyond the run's last
-  step. At ``end_epoch`` it finishes what the epoch asked for and pauses until the next
-  ``start_epoch`` (nothing is sampled while the loop evaluates). So what is sampled, in
-  which epoch, and which step records it never depend on timing; the batches are bit for
+  step. At ``end_epoch`` it is told to hold once it has produced what the epoch asked for
+  (the window being built may reach epochs ahead): it finishes those steps in the
+  background — the loop does not wait for them, as §V-A's sampler never stalls training —
+  and holds until the next ``start_epoch`` asks for more. (Until 2026-12-04 ``end_epoch``
+  waited for them: under congestion that put up to a window of sampling on every epoch's
+  critical path, 6–30 % of GreenDyGNN's congested epoch time in the evaluations.) So what
+  is sampled and which step records it never depend on timing (its RPCs are counted in
+  the epoch whose emulated link they crossed, which can be the next one); the batches are bit for
   bit the presampled ones (:mod:`commgnn.sampling.presample` calls the same functions),
   so a ``static`` run's caches, fetches and losses are the same under either
   ``sampler``. ``presample`` (the measured alternative; the pipeline's presample is then
@@ -266,10 +271,11 @@ class SampleBuffer(Generic[T]):
     the window it reads), so at most about a window plus ``depth`` items are held, and
     which items are produced never depends on timing. A consumer waiting for a step whose
     production failed gets a :class:`~commgnn.runtime.prefetch.PrefetchError` whose cause is
-    the producer's exception. :meth:`pause` produces what has been asked for, then holds
-    the thread (between epochs: so which steps are sampled in an epoch is decided by what
-    the epoch asked for, not by timing); :meth:`resume` goes on; :meth:`close` stops and
-    joins it (a waiting consumer then gets a ``PrefetchError``).
+    the producer's exception. :meth:`pause` (between epochs) lets the thread finish what has
+    been asked for in the background, then holds it, so which steps are sampled before the
+    next epoch's steps are asked for is decided by what the epoch asked for, not by timing,
+    and the loop never waits for it; :meth:`resume` goes on; :meth:`close` stops and joins
+    it (a waiting consumer then gets a ``PrefetchError``).
     """
 
     def __init__(self, produce: Callable[[int], T], *, first: int, consume_from: int,
@@ -289,7 +295,8 @@ class SampleBuffer(Generic[T]):
         self._read = first  # the builder has read every step below
         self._wanted = first  # the builder asked for every step below
         self._low = first  # every step below is dropped
-        self._busy = self._paused = self._stop = False
+        self._paused = self._stop = False
+        self._hold = first  # paused: produce every step below, then hold
         self._error: tuple[int, BaseException] | None = None
         self.produced = 0
         self.max_held = 0
@@ -303,24 +310,22 @@ class SampleBuffer(Generic[T]):
         while True:
             with self._cond:
                 while not (self._stop or self._next >= self._total) and \
-                        (self._paused or self._next >= self._limit()):
+                        ((self._paused and self._next >= self._hold)
+                         or self._next >= self._limit()):
                     self._cond.wait()
                 if self._stop or self._next >= self._total:
                     return
                 g = self._next
-                self._busy = True
             try:
                 item = self._produce(g)
             except BaseException as exc:  # re-raised to whoever waits for step g or later
                 with self._cond:
                     self._error = (g, exc)
-                    self._busy = False
                     self._cond.notify_all()
                 return
             with self._cond:
                 self._items[g] = item
                 self._next = g + 1
-                self._busy = False
                 self.produced += 1
                 self.max_held = max(self.max_held, len(self._items))
                 self._cond.notify_all()
@@ -384,14 +389,15 @@ class SampleBuffer(Generic[T]):
         return out
 
     def pause(self) -> None:
-        """Produce every step asked for so far (``depth`` past the loader, the builder's
-        windows), then hold production; a production error is raised here."""
+        """Hold production once every step asked for so far (``depth`` past the loader,
+        the builder's windows) is produced, without waiting for it: the thread finishes
+        them in the background (§V-A's sampler runs ahead of the loop and never stalls
+        it) and then holds until :meth:`resume`. A production error that has already
+        happened is raised here."""
         with self._cond:
-            while not self._stop and self._error is None and self._next < self._limit():
-                self._cond.wait()
+            self._hold = self._limit()
             self._paused = True
-            while self._busy:
-                self._cond.wait()
+            self._cond.notify_all()
             if self._error is not None:
                 index, exc = self._error
                 raise PrefetchError(f"{self.name}: producing step {index} failed: "
