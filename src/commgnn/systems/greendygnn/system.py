@@ -34,7 +34,7 @@ Three stages run beside the trainer (§V-A):
   background — the loop does not wait for them, as §V-A's sampler never stalls training —
   and holds until the next ``start_epoch`` asks for more. (Until 2026-12-04 ``end_epoch``
   waited for them: under congestion that put up to a window of sampling on every epoch's
-  critical path, 6–30 % of GreenDyGNN's congested epoch time in the evaluations.) So what
+  critical path, 5.6–35 % of GreenDyGNN's congested epoch time in the evaluations.) So what
   is sampled and which step records it never depend on timing (its RPCs are counted in
   the epoch whose emulated link they crossed, which can be the next one); the batches are bit for
   bit the presampled ones (:mod:`commgnn.sampling.presample` calls the same functions),
