@@ -56,7 +56,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commgnn.core.testbed import EVALUATION_SAMPLE, apart_from_energy
+from commgnn.core.testbed import EVALUATION_SAMPLE, TESTBED_SEPARATOR, apart_from_energy
 from commgnn.report.figure_tables import not_applicable_reason, read_figure_table
 from commgnn.report.labels import reach_column
 from commgnn.train.clocks import DILATED, JUDGED, RAW_CPU
@@ -398,7 +398,8 @@ def judge(claim: Claim, tables: dict[str, pd.DataFrame], runs: pd.DataFrame | No
     clocks = clocks_of(behind) if behind is not None else []
     testbeds = _provenance(behind)
     row.update(clock=", ".join(clocks), reach=", ".join(reaches_of(behind)),
-               energy=_energy_source(claim, behind), provenance=" | ".join(testbeds))
+               energy=_energy_source(claim, behind),
+               provenance=TESTBED_SEPARATOR.join(testbeds))
     pooled = testbeds if claim.energy else sorted({apart_from_energy(t) for t in testbeds})
     if len(pooled) > 1:
         return {**row, "verdict": "not comparable",
