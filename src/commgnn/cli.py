@@ -102,8 +102,8 @@ def cmd_runs_table(args: argparse.Namespace) -> None:
 
 
 def cmd_reprice(args: argparse.Namespace) -> None:
-    from commgnn.core.testbed import ENERGY_MODEL
-    from commgnn.train.reprice import reprice_run  # deferred: imports pandas, torch
+    # deferred: imports pandas, torch
+    from commgnn.train.reprice import ENERGY_MODEL, reprice_run
 
     _require(args.runs, "summary.json")
     for run in args.runs:
