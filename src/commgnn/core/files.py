@@ -56,19 +56,24 @@ def json_text(data: Any, indent: int | None = None) -> str:
     return json.dumps(finite_or_null(data), indent=indent, sort_keys=True, allow_nan=False)
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Write ``data`` as indented, key-sorted strict JSON (:func:`json_text`) via a
-    temporary file and a rename. An OS error (a full disk …) names ``path`` and leaves
-    no temporary file behind."""
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and a rename. An OS error (a full
+    disk …) names ``path`` and leaves no temporary file behind."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with naming(path):
-            tmp.write_text(json_text(data, indent=2) + "\n")
+            tmp.write_text(text)
             os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write ``data`` as indented, key-sorted strict JSON (:func:`json_text`) atomically
+    (:func:`write_text_atomic`)."""
+    write_text_atomic(path, json_text(data, indent=2) + "\n")
 
 
 @contextlib.contextmanager

@@ -25,12 +25,17 @@ running it again and a v3 run is left as it is.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from statistics import mean
 
 from commgnn.core.errors import InputError
-from commgnn.core.files import json_text, naming, read_json_object, write_json_atomic
+from commgnn.core.files import (
+    json_text,
+    naming,
+    read_json_object,
+    write_json_atomic,
+    write_text_atomic,
+)
 from commgnn.core.testbed import ENERGY_MODEL, commit
 from commgnn.energy.target import TargetPowerModel
 from commgnn.train.summary import charge_boundary_wait, write_tidy_tables
@@ -95,7 +100,7 @@ def reprice_run(run_dir: str | Path) -> bool:
         lines = epochs_path.read_text().splitlines()
     rows = repriced_rows([json.loads(line) for line in lines if line],
                          power_model(summary, summary_path))
-    _write_text_atomic(epochs_path, "".join(json_text(row) + "\n" for row in rows))
+    write_text_atomic(epochs_path, "".join(json_text(row) + "\n" for row in rows))
     if (run_dir / "epochs.csv").is_file():
         write_tidy_tables(run_dir, int(summary["workers"]))
     for part in ("", "_gpu", "_cpu"):
@@ -107,14 +112,3 @@ def reprice_run(run_dir: str | Path) -> bool:
     summary["energy_repriced"] = {"from": model, "to": ENERGY_MODEL, "commit": commit()}
     write_json_atomic(summary_path, summary)
     return True
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with naming(path):
-            tmp.write_text(text)
-            os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
