@@ -64,7 +64,7 @@ def repriced_rows(rows: list[dict], power: TargetPowerModel) -> list[dict]:
     """``rows`` (a run's epoch rows, in order) with each epoch's boundary wait charged to
     its workers (unless they carry it already), and the rows' sums and cumulative target
     energy recomputed from them."""
-    out = []
+    out, cumulative = [], 0.0
     for row in rows:
         workers = [dict(w) for w in row["workers"]]
         if not any("boundary_wait_s" in w for w in workers):
@@ -73,8 +73,8 @@ def repriced_rows(rows: list[dict], power: TargetPowerModel) -> list[dict]:
                "boundary_wait_s": sum(w["boundary_wait_s"] for w in workers)}
         for key in (*PARTS, "energy_target_j"):
             row[key] = sum(w[key] for w in workers)
-        row["energy_target_cum_j"] = sum(r["energy_target_j"] for r in out) + row[
-            "energy_target_j"]
+        cumulative += row["energy_target_j"]
+        row["energy_target_cum_j"] = cumulative
         out.append(row)
     return out
 
