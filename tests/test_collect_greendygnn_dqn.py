@@ -5,6 +5,7 @@ step under a window decided in a clean epoch is stale."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -49,3 +50,16 @@ def test_congested_steps_under_a_clean_epochs_decision_are_stale():
     assert (clean["congested_steps"], clean["stale_steps"]) == (0, 0)
     late = collect.decision_lag(_steps(), steps_per_epoch=4, delays_ms=[0.0, 0.0, 10.0])
     assert (late["congested_steps"], late["stale_steps"]) == (4, 4)  # window 3: step 6
+
+
+def test_figure_8_section_says_why_when_validation_was_not_run(tmp_path):
+    assert collect.read_validation(tmp_path) is None
+    assert "control.validate: false" in collect.validation_lines(None)[0]
+    val = {"mean_error": 0.05, "max_error": 0.25,
+           "points": [{"window": 4, "delay_ms": 10.0, "measured_s": 0.2, "predicted_s": 0.25,
+                       "error": 0.25}]}
+    (tmp_path / "validation").mkdir()
+    (tmp_path / "validation" / "validation.json").write_text(json.dumps(val))
+    lines = collect.validation_lines(collect.read_validation(tmp_path))
+    assert lines[0] == "Mean error 5.0 %, max 25.0 % (paper: 2.8 %, < 5 %)."
+    assert lines[-1] == "| 4 | 10 | 0.2000 | 0.2500 | 25.0 % |"
