@@ -25,6 +25,11 @@ measured, with ``probe_s`` set to the one every archived run of that workload di
 
     python benchmarks/run_archive.py clock benchmarks/runs/bench-x results/bench-x
 
+Where the archived runs of a workload divided by different probes (a run made on a fresh
+machine's clock before ``clock`` existed), ``clock`` refuses, naming the values and how many
+runs used each, unless ``--probe-s KEY=SECONDS`` picks one of them for workload ``KEY``
+(never a value no archived run used); the runs on the other clock stay as they are.
+
 A run without ``summary.json`` (unfinished) is refused, naming it; nothing is half-written.
 """
 
@@ -90,11 +95,17 @@ def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
 def _recorded_probes(archive: Path) -> dict[str, set[float]]:
     """Workload key -> the workload probes (``compute_step_probe_s``) its archived runs
     divided by."""
-    recorded: dict[str, set[float]] = {}
+    return {key: set(counts) for key, counts in _recorded_probe_counts(archive).items()}
+
+
+def _recorded_probe_counts(archive: Path) -> dict[str, dict[float, int]]:
+    """Workload key -> {workload probe its archived runs divided by: how many runs}."""
+    recorded: dict[str, dict[float, int]] = {}
     for summary in archive.glob("runs/**/summary.json"):
         s = json.loads(summary.read_text())
         if s.get("workload_key") and s.get("time_dilation_source") == "workload probe":
-            recorded.setdefault(s["workload_key"], set()).add(s["compute_step_probe_s"])
+            counts = recorded.setdefault(s["workload_key"], {})
+            counts[s["compute_step_probe_s"]] = counts.get(s["compute_step_probe_s"], 0) + 1
     return recorded
 
 
@@ -147,31 +158,69 @@ def restore(archive: Path, results: Path) -> list[Path]:
     return written
 
 
-def clock(archive: Path, results: Path) -> list[Path]:
+def clock(archive: Path, results: Path, chosen: dict[str, float] | None = None) -> list[Path]:
     """Rebuild and archive the clock of a campaign archived without it: each workload probe
     under ``results`` (measured on this machine) with ``probe_s`` set to the
     ``compute_step_probe_s`` that every archived run of its workload divided by, the
     measurement here kept as ``probe_s_measured_here``; written back under ``results`` and
-    into ``archive``. A probe the archive has already is left as it is; SystemExit when the
-    runs of a workload disagree, naming their values. Returns the archive files written."""
-    recorded = _recorded_probes(archive)
+    into ``archive``. A probe the archive has already is left as it is. When the runs of a
+    workload disagree, ``chosen[workload key]`` picks one of their values (matched to 1e-9
+    relative); without it, or with a value none of them used, SystemExit naming their values
+    and counts. Returns the archive files written."""
+    chosen = chosen or {}
+    recorded = _recorded_probe_counts(archive)
+    unknown = sorted(set(chosen) - set(recorded))
+    if unknown:
+        raise SystemExit(f"{archive}: --probe-s names workload {unknown[0]}, which no archived "
+                         f"run used (archived: {sorted(recorded)})")
     written = []
     for relative in _probes(results):
         if (archive / relative).is_file():
             continue
         probe = json.loads((results / relative).read_text())
-        steps = recorded.get(probe.get("workload_key"), set())
-        if len(steps) > 1:
-            raise SystemExit(f"{archive}: the runs of workload {probe.get('workload_key')} "
-                             f"divided by different probes {sorted(steps)}: no one clock")
-        if steps:
-            (step,) = steps
+        key = probe.get("workload_key")
+        counts = recorded.get(key, {})
+        step = _pick_probe(archive, key, counts, chosen.get(key))
+        if step is not None:
+            source = "compute_step_probe_s of the archived runs"
+            if len(counts) > 1:
+                source = (f"compute_step_probe_s of {counts[step]} of the "
+                          f"{sum(counts.values())} archived runs (chosen with --probe-s)")
             probe = {**probe, "probe_s_measured_here": probe["probe_s"], "probe_s": step,
-                     "probe_s_source": "compute_step_probe_s of the archived runs"}
+                     "probe_s_source": source}
             write_json_atomic(results / relative, probe)
         _copy(results / relative, archive / relative)
         written.append(archive / relative)
     return written
+
+
+def _pick_probe(archive: Path, key: str | None, counts: dict[float, int],
+                wanted: float | None) -> float | None:
+    """The probe the archived runs of workload ``key`` divided by (``wanted`` among several);
+    None when no archived run used the workload; SystemExit when it is not one clock."""
+    def listing() -> str:
+        return ", ".join(f"{value!r} ({n} runs)" for value, n in sorted(counts.items()))
+    if wanted is not None:
+        match = [v for v in counts if abs(v - wanted) <= 1e-9 * max(abs(v), abs(wanted))]
+        if not match:
+            raise SystemExit(f"{archive}: --probe-s {key}={wanted!r} is no probe the runs of "
+                             f"that workload divided by: {listing()}")
+        return match[0]
+    if len(counts) > 1:
+        raise SystemExit(f"{archive}: the runs of workload {key} divided by different probes "
+                         f"{listing()}: no one clock; pick one with --probe-s {key}=SECONDS")
+    return next(iter(counts), None)
+
+
+def _key_seconds(text: str) -> tuple[str, float]:
+    """``KEY=SECONDS`` of ``--probe-s``."""
+    key, sep, value = text.partition("=")
+    try:
+        if not sep or not key:
+            raise ValueError
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--probe-s {text!r}: expected KEY=SECONDS") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,11 +237,14 @@ def main(argv: list[str] | None = None) -> int:
                                      "made without them (from its runs' records)")
     p.add_argument("archive", type=Path, help="benchmarks/runs/<results dir name>")
     p.add_argument("results", type=Path)
+    p.add_argument("--probe-s", type=_key_seconds, action="append", default=[],
+                   metavar="KEY=SECONDS", help="where a workload's archived runs used several "
+                   "probes, the one to keep (repeatable, one per workload key)")
     args = parser.parse_args(argv)
     if args.command == "save":
         written = save(args.results, args.directories, args.archive_root)
     elif args.command == "clock":
-        written = clock(args.archive, args.results)
+        written = clock(args.archive, args.results, dict(args.probe_s))
     else:
         written = restore(args.archive, args.results)
     print(f"{len(written)} files written")

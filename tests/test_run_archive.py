@@ -151,9 +151,41 @@ def test_clock_refuses_runs_on_two_clocks(tmp_path):
     _archived_run(stored, "sage_b8_10gbe_s1", "abc-w2", 0.15)
     results = tmp_path / "bench-toy"
     _probe(results, 0.3)
-    with pytest.raises(SystemExit, match=r"abc-w2 divided by different probes \[0\.15, 0\.2\]"):
+    with pytest.raises(SystemExit, match=r"abc-w2 divided by different probes 0\.15 \(1 runs\), "
+                                         r"0\.2 \(1 runs\): no one clock; pick one with "
+                                         r"--probe-s abc-w2=SECONDS"):
         archive.clock(stored, results)
     assert not (stored / "dilation").exists()
+
+
+def test_clock_keeps_the_probe_chosen_among_two_and_refuses_one_no_run_used(tmp_path):
+    stored = tmp_path / "archive" / "bench-toy"
+    for seed in range(3):
+        _archived_run(stored, f"sage_b8_10gbe_s{seed}", "abc-w2", 0.2)
+    _archived_run(stored, "sage_b8_10gbe_s3", "abc-w2", 0.15)   # a fresh machine's clock
+    results = tmp_path / "bench-toy"
+    _probe(results, 0.3)
+
+    for bad, message in ((["--probe-s", "abc-w2=0.25"], r"abc-w2=0\.25 is no probe the runs "
+                                                        r"of that workload divided by: 0\.15 "
+                                                        r"\(1 runs\), 0\.2 \(3 runs\)"),
+                         (["--probe-s", "xyz-w2=0.2"], r"names workload xyz-w2, which no "
+                                                       r"archived run used")):
+        with pytest.raises(SystemExit, match=message):
+            archive.main(["clock", str(stored), str(results), *bad])
+        assert not (stored / "dilation").exists()
+    with pytest.raises(SystemExit):                     # argparse: not KEY=SECONDS
+        archive.main(["clock", str(stored), str(results), "--probe-s", "0.2"])
+
+    assert archive.main(["clock", str(stored), str(results),
+                         "--probe-s", "abc-w2=0.2000000000001"]) == 0
+    rebuilt = json.loads((stored / "dilation/toy/abc-w2.json").read_text())
+    assert rebuilt["probe_s"] == 0.2 and rebuilt["probe_s_measured_here"] == 0.3
+    assert rebuilt["probe_s_source"] == ("compute_step_probe_s of 3 of the 4 archived runs "
+                                         "(chosen with --probe-s)")
+    # runs saved from now on divide by the chosen clock: saving is not refused
+    run = _run_dir(results)
+    assert any(p.name == "summary.json" for p in archive.save(results, [run], tmp_path / "archive"))
 
 
 def test_save_refuses_a_fresh_probe_other_than_the_archived_runs_one(tmp_path):
