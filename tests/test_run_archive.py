@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import itertools
 import json
 import re
 import sys
@@ -199,3 +200,36 @@ def test_save_refuses_a_fresh_probe_other_than_the_archived_runs_one(tmp_path):
         archive.save(results, [run], root)
     assert not (root / "bench-toy" / "dilation").exists()
     assert not (root / "bench-toy" / run.relative_to(results)).exists()
+
+
+def test_restore_gives_files_strictly_increasing_times_in_dependency_order(tmp_path):
+    stored = tmp_path / "archive" / "bench-toy"
+    control = stored / "control" / "toy" / "metis2" / "sage_b8_10gbe"
+    for name in ("calibration", "policy"):
+        (control / name).mkdir(parents=True)
+        for i in range(20):                    # one burst: the kernel's clock would tie them
+            (control / name / f"f{i:02d}.json").write_text("{}")
+    (stored / "dilation" / "toy").mkdir(parents=True)
+    (stored / "dilation" / "toy" / "abc-w2.json").write_text("{}")
+    results = tmp_path / "bench-toy"
+    record = results / "benchmarks" / "control" / "toy" / "metis2" / "sage_b8_10gbe" / "p.tsv"
+    record.parent.mkdir(parents=True)
+    record.write_text("s\n1.0\n")            # the policy job's, from before the restore
+    marker = results / control.relative_to(stored) / "policy" / ".snakemake_timestamp"
+    marker.parent.mkdir(parents=True)
+    marker.write_text("")                       # the policy job's, not archived: it was older
+    written = archive.restore(stored, results)
+    times = [p.stat().st_mtime_ns for p in written]
+    assert record.stat().st_mtime_ns > max(times)
+    assert marker.stat().st_mtime_ns == max(p.stat().st_mtime_ns for p in written
+                                            if p.parent.name == "policy")
+    assert written[0].name == "abc-w2.json"
+    # the restore's own clock, not the kernel's coarse one: 1 µs apart, in the order written
+    assert all(b - a == 1000 for a, b in itertools.pairwise(times))
+    # a directory output is as new as its newest entry: the calibration's, the directory
+    # itself included, is older than anything of the policy's
+    calibration = control / "calibration"
+    calibration_times = [p.stat().st_mtime_ns for p in (results / calibration.relative_to(
+        stored)).rglob("*")] + [(results / calibration.relative_to(stored)).stat().st_mtime_ns]
+    policy = [p.stat().st_mtime_ns for p in written if p.parent.name == "policy"]
+    assert max(calibration_times) < min(policy)
