@@ -27,6 +27,12 @@ from commgnn.systems.registry import discover
 RESULTS = Path(__file__).parent / "results"
 
 
+def markdown_cell(value: object) -> str:
+    """``value`` as one Markdown table cell: a pooled testbed's separator (" | ") or any
+    other pipe escaped, so a row keeps its columns."""
+    return str(value).replace("|", "\\|")
+
+
 def runs_figures() -> list[str]:
     """The figures the claims read that a runs table may be enough to draw (those that
     also read partition statistics draw without them where they can)."""
@@ -145,9 +151,9 @@ def main(out_prefix: Path) -> pd.DataFrame:
             ours += f" ± {r['our_spread']:.2g}"
         geomean = "" if pd.isna(r["geomean"]) else f"{r['geomean']:.3g}"
         clock = "" if pd.isna(r["clock"]) else r["clock"]
-        lines.append(f"| {r['id']} | {r['benchmark']} | {r['paper_value']} | {ours} | "
-                     f"{geomean} | {r['verdict']} | {r['reason']} | {clock} | "
-                     f"{r['provenance']} |")
+        cells = (r["id"], r["benchmark"], r["paper_value"], ours, geomean, r["verdict"],
+                 r["reason"], clock, r["provenance"])
+        lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     never = sorted(set(data["id"]) - set(measured["id"]))
     lines += ["", "Not measured by any benchmark: " + (", ".join(never) or "none") + "."]
     counts = measured.drop_duplicates("id")  # not used for the verdict: one row per claim

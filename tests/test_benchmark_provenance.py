@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,18 @@ def test_the_committed_ledger_never_pools_testbeds():
 def _runs(testbed: str | None) -> pd.DataFrame:
     rows = pd.read_csv(REPO / "benchmarks" / "results" / "hopgnn_arxiv_runs.csv")
     return rows if testbed is None else rows.assign(testbed=testbed)
+
+
+def test_every_row_of_the_committed_ledger_keeps_its_nine_columns():
+    """A benchmark pooling testbeds of two energy models names both, joined by " | ": the
+    Markdown ledger escapes it, so no row gains a column."""
+    assert claims_ledger.markdown_cell("a | b") == "a \\| b"
+    text = (REPO / "benchmarks" / "results" / "claims_ledger.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert rows
+    for row in rows:
+        cells = re.split(r"(?<!\\)\|", row)[1:-1]
+        assert len(cells) == 9, row
 
 
 def test_a_benchmark_is_judged_per_testbed_and_says_what_it_did_not_run(tmp_path,
