@@ -39,7 +39,7 @@ def check_side_by_side(out: Path) -> None:
     assert claims["verdict"].isin(VERDICTS).all()
     # one pipeline, one testbed: every judged row names it, none pools two
     assert set(claims.loc[claims["provenance"].notna(), "provenance"]) <= {
-        "synthetic v2; congestion v2; dilation per workload; target energy v3; evaluation v2"}
+        "synthetic v2; congestion v3; dilation per workload; target energy v3; evaluation v2"}
     # a claim on time or modelled energy gets a verdict only when every run behind it is on
     # a judged clock: the tiny config's clean runs are undilated (raw CPU), never judged; its
     # congested runs are on the workload's probe (`auto`), dilated where this host's probe

@@ -12,7 +12,7 @@ import pytest
 
 from commgnn.network.congestion import EpochSchedule
 from commgnn.network.netem import ALLREDUCE, LinkModel, NetworkEmulator
-from commgnn.network.nic import NicClocks, clock_file
+from commgnn.network.nic import NicClocks, clock_file, in_turn
 
 BW = 10e6  # bytes/s: one MB takes 0.1 s
 MB = 1_000_000
@@ -133,3 +133,56 @@ def test_rpc_overhead_and_the_window_under_delay():
     assert emu.charge_request(0, 1, 800, MB, epoch=0) == pytest.approx(expected, rel=0.02)
     clean = NetworkEmulator(2, LinkModel(0.001, math.inf), tcp_window_bytes=None)
     assert clean.request_cost_s(0, 1, 800, MB) == pytest.approx(0.002)
+
+
+def test_a_link_lends_its_gap_to_the_next_transfer_that_fits():
+    clocks = NicClocks(4)
+    t0 = time.monotonic() + 100.0  # far enough ahead that nothing has passed
+    assert clocks.reserve(0, 1, 1.0, t0) == pytest.approx(t0 + 1.0)  # ingress 1: [0, 1)
+    # 2 -> 1 waits for ingress 1, so egress 2 is booked [1, 2) and idle over [0, 1) ...
+    assert clocks.reserve(2, 1, 1.0, t0) == pytest.approx(t0 + 2.0)
+    # ... which 2 -> 3 takes (with one "free at" time a link it would start at 2)
+    assert clocks.reserve(2, 3, 0.5, t0) == pytest.approx(t0 + 0.5)
+    # a transfer longer than the gap goes after the last reservation on either link
+    assert clocks.reserve(2, 3, 1.5, t0) == pytest.approx(t0 + 3.5)
+    assert clocks.busy_until(2 * 2) == pytest.approx(t0 + 3.5)  # egress 2
+
+
+def test_a_full_calendar_gives_up_its_smallest_gap():
+    from commgnn.network.nic import CALENDAR_SLOTS
+
+    clocks = NicClocks(2)
+    t0 = time.monotonic() + 100.0
+    n = CALENDAR_SLOTS + 1  # one more than it holds, 2 s apart, each shorter than the last
+    for k in range(n):
+        clocks.reserve(0, 1, 0.5 + 0.001 * (n - k), t0 + 2.0 * k)
+    assert int(clocks._count[0]) == CALENDAR_SLOTS
+    assert clocks.busy_until(0) == pytest.approx(t0 + 2.0 * (n - 1) + 0.501)
+    # the first two (the smallest gap, 1.5 s - 0.257 s) were joined: 1 s no longer fits there
+    assert clocks.reserve(0, 1, 1.0, t0 + 0.5) > t0 + 2.0
+    # the next gap, as wide, was not
+    assert clocks.reserve(0, 1, 1.0, t0 + 4.5) == pytest.approx(t0 + 4.0 + 0.5 + 0.001 * (n - 2)
+                                                                + 1.0)
+
+
+def test_in_turn_makes_every_round_of_an_all_to_all_a_permutation():
+    world = 5
+    orders = {r: in_turn(r, [p for p in range(world) if p != r]) for r in range(world)}
+    assert orders[0] == [1, 2, 3, 4] and orders[2] == [3, 4, 0, 1] and orders[4] == [0, 1, 2, 3]
+    for k in range(world - 1):
+        assert sorted(orders[r][k] for r in range(world)) == list(range(world))
+    assert in_turn(1, [3, 0]) == [3, 0]  # peers missing from the list keep the turn's order
+
+
+def test_an_all_to_all_of_requests_in_turn_runs_near_the_links_rate():
+    machines = 4
+    emu = NetworkEmulator(machines, LinkModel(0.0, BW))
+    share = MB // 3  # each machine pulls 1 MB in all: 0.1 s at the ideal fair share
+
+    def pull_all(rank):
+        for owner in in_turn(rank, [o for o in range(machines) if o != rank]):
+            emu.charge_request(rank, owner, 8, share)
+
+    makespan, _ = _concurrently(*[(pull_all, r) for r in range(machines)])
+    # in plain ascending order every machine asks owner 0 first: 2.2x the ideal
+    assert makespan < 1.6 * 0.1

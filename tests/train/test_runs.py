@@ -60,7 +60,7 @@ def test_summary_has_the_common_keys(default_run, read_steps):
     assert summary["clock"] == "raw CPU" and "network_mode" in summary
     assert summary["network_mode"] == "loopback"
     # what made it: the tiny dataset was written without a generator (no `commgnn dataset`)
-    assert summary["testbed"] == ("unrecorded; congestion v2; dilation per workload; "
+    assert summary["testbed"] == ("unrecorded; congestion v3; dilation per workload; "
                                   "target energy v3; evaluation v2")
     assert summary["commit"] == summary["provenance"]["commit"] != ""
 

@@ -93,7 +93,7 @@ from commgnn.network.congestion import (
     congestion_from_spec,
     default_congested_traffic,
 )
-from commgnn.network.nic import NicClocks, transfer
+from commgnn.network.nic import NicClocks, in_turn, transfer
 
 __all__ = [
     "ACTIVATION",
@@ -114,6 +114,7 @@ __all__ = [
     "NetworkEmulator",
     "allreduce_hook",
     "dilation_of",
+    "in_turn",
     "network_from_spec",
     "ring_allreduce_bytes",
     "ring_allreduce_messages",

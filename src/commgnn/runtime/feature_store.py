@@ -9,10 +9,13 @@ Network emulation: every pull pays each owner link's emulated round trip as a re
 on the calling thread (see :mod:`commgnn.network.netem`), after the RPCs are issued. The
 round trips are charged one after another: the responses share the requester's one NIC,
 so their bytes serialise; this over-counts only the per-request latency when several
-owners answer at once. The round-trip time recorded per owner (``FetchCounts.rtt_s``,
-the ``recent_rtt_s`` window) is that owner's own turn — from the previous owner's answer
-to its own — so a congested owner does not inflate the times of the owners after it
-(GreenDyGNN's per-owner congestion estimates read them).
+owners answer at once. The owners are taken in turn from the requester's successor on
+(:func:`commgnn.network.nic.in_turn`), so the requesters of an all-to-all fetch ask
+different owners at once instead of all queueing on the first owner's egress. The
+round-trip time recorded per owner (``FetchCounts.rtt_s``, the ``recent_rtt_s`` window)
+is that owner's own turn — from the previous owner's answer to its own — so a congested
+owner does not inflate the times of the owners after it (GreenDyGNN's per-owner
+congestion estimates read them).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import torch
 from torch.distributed import rpc
 
 from commgnn.core.counts import FetchCounts
-from commgnn.network.netem import FETCH, NetworkEmulator
+from commgnn.network.netem import FETCH, NetworkEmulator, in_turn
 
 ID_BYTES = 8  # int64 local ids in a request
 
@@ -96,7 +99,8 @@ class FeatureStore:
             counts.per_owner_rows[owner] = n
         rows = {}
         turn = start
-        for owner, n in counts.per_owner_rows.items():
+        for owner in in_turn(self.rank, counts.per_owner_rows):
+            n = counts.per_owner_rows[owner]
             # responses share this worker's ingress: the NIC model serialises their bytes
             self.emulator.charge_request(self.rank, owner, n * ID_BYTES, n * self.row_bytes,
                                          traffic=traffic)

@@ -29,7 +29,7 @@ from torch.distributed import rpc
 
 from commgnn.core.blocks import MiniBatch
 from commgnn.core.counts import FetchCounts
-from commgnn.network.netem import SAMPLING, NetworkEmulator
+from commgnn.network.netem import SAMPLING, NetworkEmulator, in_turn
 from commgnn.runtime.feature_store import worker_name
 from commgnn.sampling.neighbor import NeighborSampler
 from commgnn.sampling.traffic import count_request, request_bytes, response_bytes
@@ -87,7 +87,8 @@ class DistributedSampler(NeighborSampler):
         if self.rank in groups:
             rows[self.rank] = self.sample_rows(nodes[groups[self.rank]], fanout, seed, layer)
         counts = self._counts if self._counts is not None else FetchCounts()
-        for owner, future in futures.items():
+        for owner in in_turn(self.rank, futures):
+            future = futures[owner]
             n = int(groups[owner].shape[0])
             offsets, edges = (t.numpy() for t in future.wait())
             self.emulator.charge_request(self.rank, owner, request_bytes(n),

@@ -87,7 +87,7 @@ from commgnn.core.blocks import Block, MiniBatch
 from commgnn.core.config import ConfigError
 from commgnn.core.counts import FetchCounts
 from commgnn.core.placement import Placement
-from commgnn.network.netem import MIGRATION, SHUFFLE, allreduce_hook
+from commgnn.network.netem import MIGRATION, SHUFFLE, allreduce_hook, in_turn
 from commgnn.partition.chunk import chunk_pairs, chunk_schedule_period
 from commgnn.partition.halo import halo_nodes
 from commgnn.partition.subgraph import induced_csr, keep_cross_edges, merge_edges
@@ -387,7 +387,7 @@ class GrappaSystem(System):
             edges_by_home = np.bincount(self.home[remote_new],
                                         weights=np.diff(indptr)[remote_new],
                                         minlength=ctx.world_size)
-            for home in np.flatnonzero(edges_by_home):
+            for home in in_turn(ctx.rank, np.flatnonzero(edges_by_home)):
                 ctx.emulator.charge(int(home), ctx.rank, int(edges_by_home[home]) * EDGE_BYTES,
                                     traffic=SHUFFLE)
             edge_bytes = int(edges_by_home.sum()) * EDGE_BYTES

@@ -82,7 +82,7 @@ from commgnn.core.batch import PreparedBatch, StepOutput
 from commgnn.core.blocks import Block
 from commgnn.core.counts import FetchCounts
 from commgnn.models.layers import block_edges
-from commgnn.network.netem import ACTIVATION, ACTIVATION_GRAD, ALLREDUCE, GRAPH
+from commgnn.network.netem import ACTIVATION, ACTIVATION_GRAD, ALLREDUCE, GRAPH, in_turn
 from commgnn.runtime.p2p import exchange
 from commgnn.systems.default.system import DefaultSystem
 from commgnn.systems.p3 import DESCRIPTION
@@ -362,14 +362,14 @@ class P3System(DefaultSystem):
         gathered = [torch.empty(longest, dtype=torch.int64) for _ in range(ctx.world_size)]
         dist.all_gather(gathered, padded)
         graphs, nodes, received = [], [], 0
-        for w, (size, payload) in enumerate(zip(sizes, gathered, strict=True)):
+        for size, payload in zip(sizes, gathered, strict=True):
             ids, graph = parse_graph(payload[: int(size.item())])
             graphs.append(graph)
             nodes.append(ids)
-            if w != ctx.rank:
-                nbytes = int(size.item()) * ID_BYTES
-                ctx.emulator.charge(w, ctx.rank, nbytes, traffic=GRAPH)
-                received += nbytes
+        for w in in_turn(ctx.rank, (w for w in range(ctx.world_size) if w != ctx.rank)):
+            nbytes = int(sizes[w].item()) * ID_BYTES
+            ctx.emulator.charge(w, ctx.rank, nbytes, traffic=GRAPH)
+            received += nbytes
         return graphs, nodes, received
 
     # -- the step ------------------------------------------------------------------------
@@ -436,9 +436,8 @@ class P3System(DefaultSystem):
 
     def _charge_activations(self, nbytes: int) -> None:
         me = self.ctx.rank
-        for j in range(self.ctx.world_size):
-            if j != me:
-                self.ctx.emulator.charge(j, me, nbytes, traffic=ACTIVATION)
+        for j in in_turn(me, (j for j in range(self.ctx.world_size) if j != me)):
+            self.ctx.emulator.charge(j, me, nbytes, traffic=ACTIVATION)
 
     def _exchange_grads(self, grad: Tensor, partials: list[list[Tensor]]
                         ) -> tuple[list[Tensor], int]:
@@ -450,11 +449,10 @@ class P3System(DefaultSystem):
         exchange({j: grad for j in range(world) if j != me},
                  {w: grads[w] for w in range(world) if w != me}, self.ctx.p2p_via_host)
         received = 0
-        for w in range(world):
-            if w != me:
-                nbytes = grads[w].numel() * grads[w].element_size()
-                self.ctx.emulator.charge(w, me, nbytes, traffic=ACTIVATION_GRAD)
-                received += nbytes
+        for w in in_turn(me, (w for w in range(world) if w != me)):
+            nbytes = grads[w].numel() * grads[w].element_size()
+            self.ctx.emulator.charge(w, me, nbytes, traffic=ACTIVATION_GRAD)
+            received += nbytes
         return grads, received
 
     def _synchronise_dense(self) -> None:
@@ -487,9 +485,8 @@ class P3System(DefaultSystem):
                 padded[: pieces[ctx.rank].numel()] = pieces[ctx.rank].reshape(-1)
                 gathered = [torch.empty_like(padded) for _ in range(ctx.world_size)]
                 dist.all_gather(gathered, padded)
-                for w, (lo, hi) in enumerate(self.ranges):
-                    if w == ctx.rank:
-                        continue
+                for w in in_turn(ctx.rank, (w for w in range(ctx.world_size) if w != ctx.rank)):
+                    lo, hi = self.ranges[w]
                     piece = gathered[w][: pieces[w].numel()].view_as(pieces[w])
                     slice_of(weight, dim, lo, hi).copy_(piece)
                     nbytes = piece.numel() * piece.element_size()
