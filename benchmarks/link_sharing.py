@@ -26,21 +26,27 @@ def _pull(emu: NetworkEmulator, owner: int) -> None:
     emu.charge_request(0, owner, 8 * 1000, PULL_BYTES)
 
 
-def threads_makespan(k: int) -> float:
-    emu = NetworkEmulator(k + 1, NETWORK_PRESETS["10gbe"])
-    barrier = threading.Barrier(k)
+def concurrent_makespan(work, args: list) -> float:
+    """Seconds from starting ``work(a)`` for every ``a`` of ``args`` on threads released
+    together until the last one ends."""
+    barrier = threading.Barrier(len(args))
 
-    def run(owner: int) -> None:
+    def run(a) -> None:
         barrier.wait()
-        _pull(emu, owner)
+        work(a)
 
-    threads = [threading.Thread(target=run, args=(o + 1,)) for o in range(k)]
+    threads = [threading.Thread(target=run, args=(a,)) for a in args]
     t0 = time.monotonic()
     for th in threads:
         th.start()
     for th in threads:
         th.join()
     return time.monotonic() - t0
+
+
+def threads_makespan(k: int) -> float:
+    emu = NetworkEmulator(k + 1, NETWORK_PRESETS["10gbe"])
+    return concurrent_makespan(lambda owner: _pull(emu, owner), [o + 1 for o in range(k)])
 
 
 def _process_pull(path: str, machines: int, owner: int, start_at: float, out) -> None:

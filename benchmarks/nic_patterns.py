@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import statistics
 import threading
-import time
 from collections.abc import Callable
+
+from link_sharing import concurrent_makespan
 
 from commgnn.network.netem import NETWORK_PRESETS, NetworkEmulator
 
@@ -27,19 +28,7 @@ REPEATS = 5
 
 def _makespan(work: Callable[[NetworkEmulator, int], None]) -> float:
     emu = NetworkEmulator(MACHINES, NETWORK_PRESETS["10gbe"])
-    barrier = threading.Barrier(MACHINES)
-
-    def run(machine: int) -> None:
-        barrier.wait()
-        work(emu, machine)
-
-    threads = [threading.Thread(target=run, args=(m,)) for m in range(MACHINES)]
-    t0 = time.monotonic()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return time.monotonic() - t0
+    return concurrent_makespan(lambda machine: work(emu, machine), list(range(MACHINES)))
 
 
 def _owners(machine: int) -> list[int]:
