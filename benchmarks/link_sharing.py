@@ -13,7 +13,9 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from commgnn.network.netem import NETWORK_PRESETS, NetworkEmulator
 from commgnn.network.nic import NicClocks
@@ -26,12 +28,12 @@ def _pull(emu: NetworkEmulator, owner: int) -> None:
     emu.charge_request(0, owner, 8 * 1000, PULL_BYTES)
 
 
-def concurrent_makespan(work, args: list) -> float:
+def concurrent_makespan(work: Callable[[Any], None], args: list) -> float:
     """Seconds from starting ``work(a)`` for every ``a`` of ``args`` on threads released
     together until the last one ends."""
     barrier = threading.Barrier(len(args))
 
-    def run(a) -> None:
+    def run(a: Any) -> None:
         barrier.wait()
         work(a)
 
