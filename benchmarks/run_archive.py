@@ -19,6 +19,14 @@ campaign keeps one clock per workload across machines (a fresh probe of one work
 f from 79.2 to 115.6 while the runs' own probes stayed in the campaign's range). ``save``
 refuses a probe other than the archived one, or than the one the archived runs of its
 workload divided by, naming it: runs on two clocks would mix.
+The clock is per CPU: a probe measured on one CPU model says nothing of another's speed, and
+a run whose workload probe came from another CPU divides by its own probe instead
+(train/dilation.py), so a campaign that moved to another machine type would silently leave
+its clock. The archive keeps the first CPU's probe under ``dilation/`` and each other CPU's
+under ``clock-hosts/<cpu>-t<threads per worker>/dilation/``; ``restore`` puts back the one
+measured on a CPU like this machine's (the host its fresh probe records), keeps this
+machine's own probe where the archive has none for its CPU, saying so, and ``save`` archives
+that one as its CPU's clock.
 For a campaign archived before its probe was, ``clock`` rebuilds it: the probe this machine
 measured, with ``probe_s`` set to the one every archived run of that workload divided by
 (their ``compute_step_probe_s``; refused when they disagree), saved into the archive:
@@ -39,15 +47,19 @@ import argparse
 import gzip
 import json
 import os
+import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
 from commgnn.core.files import write_json_atomic
+from commgnn.train.workload import host_identity
 
 ARCHIVE_ROOT = Path(__file__).parent / "runs"
 RUN_FILES = ("summary.json", "epochs.jsonl")
+#: Under an archive: the clocks of the CPUs after its first (``dilation/`` holds the first's).
+HOST_CLOCKS = "clock-hosts"
 
 
 def _members(directory: Path) -> list[Path]:
@@ -66,15 +78,50 @@ def _probes(results: Path) -> list[Path]:
     return sorted(p.relative_to(results) for p in (results / "dilation").glob("*/*.json"))
 
 
+def host_slug(host: dict) -> str:
+    """A CPU's directory name under :data:`HOST_CLOCKS`: its model and threads per worker."""
+    text = f"{host.get('cpu', 'unknown')}-t{host.get('threads_per_worker', 'x')}"
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _host_of(path: Path) -> dict | None:
+    return json.loads(path.read_text()).get("host")
+
+
+def _archived_clock(stored: Path, relative: Path, host: dict | None) -> Path:
+    """Where ``stored`` keeps the clock of probe ``relative`` for CPU ``host``: ``dilation/``
+    when it holds none yet or one of that CPU, else :data:`HOST_CLOCKS`."""
+    first = stored / relative
+    if not first.is_file() or _host_of(first) == host:
+        return first
+    return stored / HOST_CLOCKS / host_slug(host or {}) / relative
+
+
+def _host_here(results: Path, relative: Path, archived: Path) -> dict | None:
+    """This machine's CPU for probe ``relative``: what a worker of the archived probe's
+    workload gets here, else (a probe without its worker count) the host its fresh probe
+    records, else None."""
+    workers = json.loads(archived.read_text()).get("workers")
+    if workers:
+        return host_identity(int(workers))
+    fresh = results / relative
+    return _host_of(fresh) if fresh.is_file() else None
+
+
 def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
-    """The probes of ``results`` to archive under ``stored``; SystemExit naming the first
-    that differs from the archived one, or (none archived) from the probe the archived runs
-    of its workload divided by: its runs would be on another clock."""
+    """The probes of ``results`` to archive under ``stored`` (each under its CPU's clock);
+    SystemExit naming the first that differs from the archived one of its CPU, or (none
+    archived for any CPU) from the probe the archived runs of its workload divided by: its
+    runs would be on another clock."""
     plan = []
     recorded = _recorded_probes(stored)
     for relative in _probes(results):
-        source, target = results / relative, stored / relative
+        source = results / relative
         probe = json.loads(source.read_text())
+        target = _archived_clock(stored, relative, probe.get("host"))
+        if (stored / relative).is_file() and not target.is_file():
+            plan.append((source, target))     # a new CPU's clock: its runs divide by it
+            continue
         if target.is_file():
             if target.read_bytes() != source.read_bytes():
                 archived = json.loads(target.read_text()).get("probe_s")
@@ -160,8 +207,19 @@ def restore(archive: Path, results: Path) -> list[Path]:
         raise SystemExit(f"{archive}: no archive directory")
     written = []
     # the clock first: every run and control file is then newer than the probe it used
-    for packed in sorted((p for p in archive.rglob("*") if p.is_file()),
-                         key=lambda p: (p.relative_to(archive).parts[0] != "dilation", p)):
+    for relative in _probes(archive):
+        clock_file = _archived_clock(archive, relative,
+                                     _host_here(results, relative, archive / relative))
+        if clock_file.is_file():
+            _copy(clock_file, results / relative)
+            written.append(results / relative)
+        else:
+            print(f"{results / relative}: the archive's clock of this workload was measured "
+                  f"on {_host_of(archive / relative)}, not on this machine's CPU: keeping "
+                  "this machine's probe (`save` archives it as this CPU's clock)",
+                  file=sys.stderr)
+    for packed in sorted(p for p in archive.rglob("*") if p.is_file()
+                         and p.relative_to(archive).parts[0] not in {"dilation", HOST_CLOCKS}):
         target = results / packed.relative_to(archive)
         zipped = packed.suffix == ".gz"
         target = target.with_suffix("") if zipped else target

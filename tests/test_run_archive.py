@@ -233,3 +233,65 @@ def test_restore_gives_files_strictly_increasing_times_in_dependency_order(tmp_p
         stored)).rglob("*")] + [(results / calibration.relative_to(stored)).stat().st_mtime_ns]
     policy = [p.stat().st_mtime_ns for p in written if p.parent.name == "policy"]
     assert max(calibration_times) < min(policy)
+
+
+def _cpu_probe(results: Path, probe_s: float, cpu: dict, workers: int | None = None) -> Path:
+    path = results / "dilation" / "toy" / "abc-w2.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"workload_key": "abc-w2", "probe_s": probe_s, "host": cpu}
+    path.write_text(json.dumps(record if workers is None else {**record, "workers": workers}))
+    return path
+
+
+def test_each_cpu_keeps_its_own_clock(tmp_path, capsys):
+    intel, amd = {"cpu": "Intel Xeon", "threads_per_worker": 1}, {"cpu": "AMD EPYC",
+                                                                   "threads_per_worker": 1}
+    root = tmp_path / "archive"
+    stored = root / "bench-toy"
+    first = tmp_path / "first" / "bench-toy"
+    _cpu_probe(first, 0.9, intel)
+    archive.save(first, [_run_dir(first)], root)
+
+    # a machine of another CPU keeps its own probe (the campaign's would not be its clock)
+    other = tmp_path / "other" / "bench-toy"
+    mine = _cpu_probe(other, 0.7, amd).read_bytes()
+    archive.restore(stored, other)
+    assert (other / "dilation/toy/abc-w2.json").read_bytes() == mine
+    assert "measured on {'cpu': 'Intel Xeon'" in capsys.readouterr().err
+    run = other / "runs" / "dgl" / "toy" / "metis2" / "sage_b8_10gbe_s1"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    written = archive.save(other, [run], root)
+    amd_clock = stored / "clock-hosts" / "amd-epyc-t1" / "dilation" / "toy" / "abc-w2.json"
+    assert amd_clock in written and amd_clock.read_bytes() == mine
+    assert json.loads((stored / "dilation/toy/abc-w2.json").read_text())["probe_s"] == 0.9
+
+    # each later machine gets its CPU's clock back; the CPU directory is not restored as is
+    for cpu, expected in ((amd, 0.7), (intel, 0.9)):
+        later = tmp_path / f"later-{expected}" / "bench-toy"
+        _cpu_probe(later, 0.5, cpu)
+        archive.restore(stored, later)
+        assert json.loads((later / "dilation/toy/abc-w2.json").read_text())["probe_s"] == expected
+        assert not (later / "clock-hosts").exists()
+    # a probe of that CPU other than its archived clock is refused, naming the CPU's clock
+    _cpu_probe(other, 0.6, amd)
+    with pytest.raises(SystemExit, match=r"probe_s 0\.6, the archive's clock .*amd-epyc-t1"):
+        archive.save(other, [run], root)
+
+
+def test_restore_without_a_fresh_probe_picks_this_machines_cpu(tmp_path, capsys):
+    stored = tmp_path / "archive" / "bench-toy"
+    here = archive.host_identity(2)
+    _cpu_probe(stored, 0.9, {"cpu": "another CPU", "threads_per_worker": 1}, workers=2)
+    alternate = stored / "clock-hosts" / archive.host_slug(here)
+    _cpu_probe(alternate, 0.4, here, workers=2)
+    results = tmp_path / "bench-toy"
+    written = archive.restore(stored, results)
+    assert written == [results / "dilation/toy/abc-w2.json"]
+    assert json.loads(written[0].read_text())["probe_s"] == 0.4
+
+    (alternate / "dilation/toy/abc-w2.json").unlink()       # no clock of this CPU archived
+    fresh = tmp_path / "fresh" / "bench-toy"
+    assert archive.restore(stored, fresh) == []
+    assert not (fresh / "dilation").exists()                  # the setup measures its own
+    assert "not on this machine's CPU" in capsys.readouterr().err
