@@ -381,7 +381,8 @@ class P3System(DefaultSystem):
     # -- the step ------------------------------------------------------------------------
     def train_step(self, prepared: PreparedBatch) -> StepOutput:
         """Start the first layer of this step's batch (where ``prepared.starts_itself``) and
-        of the batches ``prepared.ahead`` names, then finish this step's batch (started now, or ``pipeline`` steps ago with the weights of then)."""
+        of the batches ``prepared.ahead`` names, then finish this step's batch (started now,
+        or ``pipeline`` steps ago with the weights of then)."""
         assert isinstance(prepared, P3Batch)
         ctx, model = self.ctx, self.model
         me, world = ctx.rank, ctx.world_size
