@@ -24,7 +24,7 @@ a run whose workload probe came from another CPU divides by its own probe instea
 (train/dilation.py), so a campaign that moved to another machine type would silently leave
 its clock. The archive keeps the first CPU's probe under ``dilation/`` and each other CPU's
 under ``clock-hosts/<cpu>-t<threads per worker>/dilation/``; ``restore`` puts back the one
-measured on a CPU like this machine's (the host its fresh probe records), keeps this
+measured on a CPU like this machine's (the one a worker of its workload gets here), keeps this
 machine's own probe where the archive has none for its CPU, saying so, and ``save`` archives
 that one as its CPU's clock.
 For a campaign archived before its probe was, ``clock`` rebuilds it: the probe this machine
@@ -119,9 +119,6 @@ def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
         source = results / relative
         probe = json.loads(source.read_text())
         target = _archived_clock(stored, relative, probe.get("host"))
-        if (stored / relative).is_file() and not target.is_file():
-            plan.append((source, target))     # a new CPU's clock: its runs divide by it
-            continue
         if target.is_file():
             if target.read_bytes() != source.read_bytes():
                 archived = json.loads(target.read_text()).get("probe_s")
@@ -131,7 +128,8 @@ def _clock_plan(results: Path, stored: Path) -> list[tuple[Path, Path]]:
                     "(runs on two clocks would mix)")
             continue
         theirs = recorded.get(probe.get("workload_key"), set())
-        if theirs and theirs != {probe.get("probe_s")}:
+        # under HOST_CLOCKS: a new CPU's first clock (the archived runs used another CPU's)
+        if target == stored / relative and theirs and theirs != {probe.get("probe_s")}:
             raise SystemExit(
                 f"{source}: probe_s {probe.get('probe_s')!r}, the archived runs of its workload "
                 f"divided by {sorted(theirs)}; run `clock` and restore before running "
